@@ -1,0 +1,97 @@
+"""The call path: every tool call goes through the apcore ``Executor``, and never raises."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp.types as types
+from apcore import Context
+
+from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
+
+logger = logging.getLogger(__name__)
+
+SERIALIZATION_ERROR = "Failed to serialize module output"
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """The result of one call, before it is rendered for a transport."""
+
+    tool: str
+    output: dict[str, Any] | None = None
+    text: str = ""
+    structured: bool = False
+    error: SafeError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class CallRouter:
+    """Runs tool calls for one server: catalog check, ``Executor.call_async``, safe errors.
+
+    Also counts calls in flight so a shutdown can let them finish.
+    """
+
+    def __init__(self, executor: Any, catalog: ToolCatalog) -> None:
+        self.executor = executor
+        self.catalog = catalog
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def wait_idle(self, poll_seconds: float = 0.05) -> None:
+        """Return once no call is running (polled: this only runs during shutdown)."""
+        while self._in_flight:
+            await anyio.sleep(poll_seconds)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
+        """Call the tool ``name``; errors come back as an outcome, never as an exception."""
+        logger.debug("Tool call: %s", name)
+        arguments = arguments if arguments is not None else {}
+        record = self.catalog.get(name)
+        if record is None:
+            # Filtered-out and unknown modules look the same: neither exists for this client.
+            return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
+        self._in_flight += 1
+        try:
+            output = await self.executor.call_async(name, arguments, Context.create())
+        except Exception as exc:
+            log_call_error(name, exc)
+            return CallOutcome(tool=name, error=to_safe_error(exc, arguments, record.input_schema))
+        finally:
+            self._in_flight -= 1
+        return _success(name, output, structured=record.has_output_schema)
+
+
+def _success(name: str, output: Any, *, structured: bool) -> CallOutcome:
+    try:
+        text = json.dumps(output, default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        log_call_error(name, exc)
+        return CallOutcome(tool=name, error=SafeError("internal", SERIALIZATION_ERROR))
+    if not isinstance(output, dict):
+        return CallOutcome(tool=name, text=text)
+    # The JSON round trip turns dates, paths and UUIDs into the strings the text shows.
+    plain = json.loads(text) if structured else output
+    return CallOutcome(tool=name, output=plain, text=text, structured=structured)
+
+
+def to_call_tool_result(outcome: CallOutcome) -> types.CallToolResult:
+    """Render an outcome as an MCP ``CallToolResult``."""
+    if outcome.error is not None:
+        return types.CallToolResult(content=[types.TextContent(text=outcome.error.message)], is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(text=outcome.text)],
+        structured_content=outcome.output if outcome.structured else None,
+        is_error=False,
+    )

@@ -1,0 +1,150 @@
+"""The set of tools a server exposes: built once from a registry, optionally kept live.
+
+The catalog is the single source of truth for what is listed *and* what may be called:
+a module hidden by the ``tags``/``prefix`` filters is not in it, so it can be neither.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import mcp.types as types
+
+from apcore_mcp.tools import ToolRecord, build_record
+
+logger = logging.getLogger(__name__)
+
+ChangeListener = Callable[[ToolRecord], None]
+"""Called with the record that was added or removed."""
+
+
+class ToolCatalog:
+    """A thread-safe ``name -> ToolRecord`` map over an apcore ``Registry``.
+
+    ``get_definition()`` is costly (it rebuilds JSON schemas on every call), so each module
+    is converted exactly once: at ``load()``, or when the registry announces it.
+    """
+
+    def __init__(self, registry: Any, *, tags: Sequence[str] | None = None, prefix: str | None = None) -> None:
+        self._registry = registry
+        self._tags = list(tags) if tags else None
+        self._prefix = prefix
+        self._lock = threading.Lock()
+        self._records: dict[str, ToolRecord] = {}
+        self._snapshot: tuple[ToolRecord, ...] = ()
+        self._mcp_tools: list[types.Tool] = []
+        self._listeners: list[ChangeListener] = []
+        self._watching = False
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get(self, name: str) -> ToolRecord | None:
+        return self._records.get(name)
+
+    def records(self) -> tuple[ToolRecord, ...]:
+        """An immutable snapshot, sorted by name."""
+        return self._snapshot
+
+    def mcp_tools(self) -> list[types.Tool]:
+        """The MCP rendering of the snapshot (a fresh list; the tools themselves are shared)."""
+        return list(self._mcp_tools)
+
+    def __len__(self) -> int:
+        return len(self._snapshot)
+
+    # -- building ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        """(Re)build every record from the registry, skipping modules that cannot be converted."""
+        module_ids = self._registry.list(tags=self._tags, prefix=self._prefix)
+        records = [record for module_id in module_ids if (record := self._build(module_id)) is not None]
+        with self._lock:
+            self._records = {record.name: record for record in records}
+            self._publish_locked()
+
+    def _build(self, module_id: str) -> ToolRecord | None:
+        descriptor = self._registry.get_definition(module_id)
+        if descriptor is None:
+            logger.warning("Skipping module %s: it has no definition (unregistered meanwhile?)", module_id)
+            return None
+        try:
+            return build_record(descriptor)
+        except (ValueError, KeyError) as exc:
+            logger.warning("Skipping module %s: its schema cannot be converted: %s", module_id, exc)
+            return None
+
+    def _publish_locked(self) -> None:
+        self._snapshot = tuple(self._records[name] for name in sorted(self._records))
+        self._mcp_tools = [record.mcp_tool for record in self._snapshot]
+
+    # -- live updates ------------------------------------------------------------------
+
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener(record)`` (on the registering thread) after each add or remove.
+
+        Returns a function that unsubscribes.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def watch(self) -> None:
+        """Follow the registry's ``register``/``unregister`` events (idempotent)."""
+        with self._lock:
+            if self._watching:
+                return
+            self._watching = True
+        self._registry.on("register", self._on_register)
+        self._registry.on("unregister", self._on_unregister)
+
+    def unwatch(self) -> None:
+        with self._lock:
+            if not self._watching:
+                return
+            self._watching = False
+        self._registry.off("register", self._on_register)
+        self._registry.off("unregister", self._on_unregister)
+
+    def _matches(self, module_id: str) -> bool:
+        if self._prefix is not None and not module_id.startswith(self._prefix):
+            return False
+        return module_id in self._registry.list(tags=self._tags, prefix=module_id)
+
+    def _on_register(self, module_id: str, _module: Any) -> None:
+        if not self._matches(module_id):
+            return
+        record = self._build(module_id)
+        if record is None:
+            return
+        with self._lock:
+            self._records[module_id] = record
+            self._publish_locked()
+        logger.info("Tool registered: %s", module_id)
+        self._notify(record)
+
+    def _on_unregister(self, module_id: str, _module: Any) -> None:
+        with self._lock:
+            record = self._records.pop(module_id, None)
+            if record is None:
+                return
+            self._publish_locked()
+        logger.info("Tool unregistered: %s", module_id)
+        self._notify(record)
+
+    def _notify(self, record: ToolRecord) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(record)
+            except Exception:
+                logger.exception("Tool list change listener failed")

@@ -1,0 +1,149 @@
+"""The one boundary where apcore errors become messages a client may see.
+
+Clients get short, fixed messages (SRS section 7.5). Anything that could carry internal
+detail (a raw exception, apcore's ``MODULE_EXECUTE_ERROR`` whose message embeds the original
+exception text, a caller id, a call chain) is replaced by a generic message and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from apcore.errors import (
+    ACLDeniedError,
+    CallDepthExceededError,
+    CallFrequencyExceededError,
+    CircularCallError,
+    InvalidInputError,
+    ModuleError,
+    ModuleNotFoundError,
+    ModuleTimeoutError,
+    SchemaValidationError,
+)
+
+logger = logging.getLogger(__name__)
+
+ErrorKind = Literal["not_found", "invalid_input", "access_denied", "timeout", "refused", "module", "internal"]
+
+INTERNAL_ERROR = "Internal error occurred"
+_UNEXPECTED_CODES = frozenset({"MODULE_EXECUTE_ERROR"})
+
+
+@dataclass(frozen=True, slots=True)
+class SafeError:
+    """What a client is told about a failed call: a category and a message safe to show."""
+
+    kind: ErrorKind
+    message: str
+
+
+def to_safe_error(
+    error: BaseException, arguments: dict[str, Any] | None = None, input_schema: dict[str, Any] | None = None
+) -> SafeError:
+    """Map any exception raised by a call to the message a client may see.
+
+    ``arguments`` and ``input_schema`` let a validation error name a missing required field,
+    which apcore reports with the parent's path only.
+    """
+    if isinstance(error, ModuleNotFoundError):
+        return SafeError("not_found", f"Module not found: {_detail(error, 'module_id', '')}")
+    if isinstance(error, SchemaValidationError):
+        return SafeError("invalid_input", format_validation_error(error, arguments, input_schema))
+    if isinstance(error, ACLDeniedError):
+        return SafeError("access_denied", "Access denied")
+    if isinstance(error, ModuleTimeoutError):
+        return SafeError("timeout", f"Module timed out after {_detail(error, 'timeout_ms', 0)}ms")
+    if isinstance(error, InvalidInputError):
+        return SafeError("invalid_input", f"Invalid input: {error.message}")
+    if isinstance(error, CallDepthExceededError):
+        return SafeError("refused", "Call depth limit exceeded")
+    if isinstance(error, CircularCallError):
+        return SafeError("refused", "Circular call detected")
+    if isinstance(error, CallFrequencyExceededError):
+        return SafeError("refused", "Call frequency limit exceeded")
+    if isinstance(error, ModuleError) and error.code not in _UNEXPECTED_CODES:
+        return SafeError("module", f"Module error: {error.code}")
+    return SafeError("internal", INTERNAL_ERROR)
+
+
+def is_unexpected(error: BaseException) -> bool:
+    """True for failures that are bugs rather than refusals: these are logged with a traceback."""
+    return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES
+
+
+def log_call_error(tool_name: str, error: BaseException) -> None:
+    """Log a failed call server-side with everything the client was not told."""
+    message = getattr(error, "message", None) or str(error)
+    text = "Tool call error: %s - %s: %s"
+    if is_unexpected(error):
+        logger.error(text, tool_name, type(error).__name__, message, exc_info=error)
+    else:
+        logger.error(text, tool_name, type(error).__name__, message)
+
+
+def _detail(error: ModuleError, key: str, default: Any) -> Any:
+    details = error.details if isinstance(error.details, dict) else {}
+    return details.get(key, default)
+
+
+# -- validation errors -----------------------------------------------------------------------
+
+
+def format_validation_error(
+    error: SchemaValidationError, arguments: dict[str, Any] | None = None, input_schema: dict[str, Any] | None = None
+) -> str:
+    """``Input validation failed:`` then one ``- field: message (code)`` line per problem."""
+    entries = _detail(error, "errors", None)
+    if not isinstance(entries, list) or not entries:
+        return "Input validation failed"
+    fields = _field_names(entries, arguments or {}, input_schema or {})
+    lines = [
+        f"- {name}: {entry.get('message', 'invalid')} ({entry.get('code') or entry.get('keyword') or 'invalid'})"
+        for name, entry in zip(fields, entries, strict=True)
+    ]
+    return "Input validation failed:\n" + "\n".join(lines)
+
+
+def _field_names(entries: list[dict[str, Any]], arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """A dotted field name per error entry, recovering the names of missing required fields."""
+    claimed: dict[str, list[str]] = {}
+    names = []
+    for entry in entries:
+        parts = _path_parts(entry.get("field", entry.get("path", "")))
+        is_required = (entry.get("keyword") or entry.get("code")) in ("required", "missing")
+        if is_required:
+            key = "/".join(parts)
+            if key not in claimed:
+                claimed[key] = _missing_required(parts, arguments, schema)
+            if claimed[key]:
+                parts = [*parts, claimed[key].pop(0)]
+        names.append(".".join(parts) if parts else "(root)")
+    return names
+
+
+def _path_parts(path: Any) -> list[str]:
+    if isinstance(path, (list, tuple)):
+        return [str(part) for part in path]
+    text = str(path or "")
+    separator = "/" if text.startswith("/") or "/" in text else "."
+    return [part for part in text.split(separator) if part]
+
+
+def _missing_required(parts: list[str], arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The required property names absent from the object found at ``parts`` in the arguments."""
+    value: Any = arguments
+    node: Any = schema
+    for part in parts:
+        if isinstance(value, dict):
+            value = value.get(part)
+            node = (node.get("properties") or {}).get(part, {}) if isinstance(node, dict) else {}
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+            node = node.get("items", {}) if isinstance(node, dict) else {}
+        else:
+            return []
+    if not isinstance(value, dict) or not isinstance(node, dict):
+        return []
+    return [name for name in node.get("required", []) if name not in value]

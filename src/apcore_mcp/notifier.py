@@ -1,0 +1,98 @@
+"""Pushing ``notifications/tools/list_changed`` to every connected client, from any thread.
+
+Handshake-era clients (2025-11-25 and earlier) are reached on their connection's standalone
+channel (the stdio pipe, the SSE stream, the Streamable HTTP GET stream). The SDK keeps no
+list of connections, so this module remembers each one when its ``notifications/initialized``
+arrives, weakly: a connection that ends is dropped with its runner. 2026-07-28 clients have no
+connection; they open ``subscriptions/listen`` streams, fed from a subscription bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
+
+logger = logging.getLogger(__name__)
+
+
+class ListChangedNotifier:
+    """Tracks live connections and broadcasts list changes to them.
+
+    Use the instance as a ``Server.middleware`` entry (it tracks connections) and call
+    ``changed()`` from any thread. Bursts of changes are coalesced into one broadcast.
+    """
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        self._loop = asyncio.get_running_loop()
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized":
+            connection = _connection_of(ctx)
+            if connection is not None and connection.has_standalone_channel:
+                self._connections.add(connection)
+        return result
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Deliver on ``loop`` (also learned from the first request it serves)."""
+        self._loop = loop
+
+    def changed(self, *, tools: bool = True, resources: bool = False) -> None:
+        """Announce a change; safe to call from any thread, a no-op before any client came."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        kinds = {kind for kind, flag in (("tools", tools), ("resources", resources)) if flag}
+        try:
+            loop.call_soon_threadsafe(self._schedule, kinds)
+        except RuntimeError:  # the loop closed between the check and the call
+            logger.debug("List change not delivered: the event loop is closed")
+
+    def _schedule(self, kinds: set[str]) -> None:
+        start = not self._pending
+        self._pending |= kinds
+        if start:
+            task = asyncio.get_running_loop().create_task(self._broadcast())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _broadcast(self) -> None:
+        await asyncio.sleep(0)  # let a burst of changes from the same tick coalesce
+        kinds, self._pending = self._pending, set()
+        connections = list(self._connections)
+        logger.debug("Broadcasting %s list change to %d connection(s)", sorted(kinds), len(connections))
+        for connection in connections:
+            # Connection.notify never raises: a closed stream drops the message.
+            if "tools" in kinds:
+                await connection.send_tool_list_changed()
+            if "resources" in kinds:
+                await connection.send_resource_list_changed()
+        try:
+            if "tools" in kinds:
+                await self.bus.publish(ToolsListChanged())
+            if "resources" in kinds:
+                await self.bus.publish(ResourcesListChanged())
+        except Exception:
+            logger.warning("List change not delivered to subscription streams", exc_info=True)
+
+
+def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    # The SDK hands handlers a per-request ServerSession; the connection it serves is the
+    # long-lived object worth keeping. There is no public accessor for it in mcp 2.3.
+    connection = getattr(ctx.session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None
