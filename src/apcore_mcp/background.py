@@ -1,0 +1,116 @@
+"""``MCPServer``: ``serve()`` in a background thread, for embedding and for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from typing import Any
+
+from apcore_mcp.bridge import Bridge, resolve_source
+from apcore_mcp.http_app import create_app
+from apcore_mcp.launch import build_settings
+from apcore_mcp.serving import HttpServer, bind_socket, make_http_server, run_stdio
+from apcore_mcp.settings import configure_logging, normalize_transport
+
+
+class MCPServer:
+    """Run a server on its own thread: ``start()``, ``stop()``, ``wait()``.
+
+    Takes the same arguments as ``serve()``. For the HTTP transports, ``start()`` binds the
+    port before returning, so a busy port raises ``OSError`` there; ``port=0`` picks a free
+    port, readable as ``.port`` afterwards.
+    """
+
+    def __init__(self, registry_or_executor: Any, *, transport: str = "streamable-http", **options: Any) -> None:
+        resolve_source(registry_or_executor)
+        self._source = registry_or_executor
+        self.transport = normalize_transport(transport)
+        ephemeral = options.get("port") == 0
+        if ephemeral:
+            options["port"] = 1  # validated as a real port; the socket is bound to 0 in start()
+        self.settings = build_settings(**options)
+        self._ephemeral = ephemeral
+        self.port = self.settings.port
+        self.bridge: Bridge | None = None
+        self._thread: threading.Thread | None = None
+        self._http: HttpServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stdio_task: asyncio.Task[None] | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Start serving; return once the server accepts connections (no-op if running).
+
+        Raises:
+            OSError: the port cannot be bound.
+            RuntimeError: the server failed while starting.
+        """
+        if self.running:
+            return
+        configure_logging(self.settings.log_level)
+        sock = None
+        if self.transport != "stdio":
+            sock = bind_socket(self.settings.host, 0 if self._ephemeral else self.settings.port)
+            self.port = sock.getsockname()[1]
+        self.bridge = Bridge.build(self._source, self.settings)
+        self._started.clear()
+        self._error = None
+        self._thread = threading.Thread(target=self._run, args=(sock,), name="apcore-mcp", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout) or self._error is not None:
+            self.stop()
+            self.wait(timeout)
+            raise RuntimeError("MCP server failed to start") from self._error
+
+    def _run(self, sock: socket.socket | None) -> None:
+        assert self.bridge is not None
+        try:
+            if sock is None:
+                asyncio.run(self._run_stdio())
+                return
+            self._http = make_http_server(create_app(bridge=self.bridge), self.bridge)
+            asyncio.run(self._serve_http(self._http, sock))
+        except BaseException as exc:  # noqa: BLE001 - reported to start() on the caller's thread
+            self._error = exc
+            self._started.set()
+        finally:
+            if sock is not None:
+                sock.close()
+            self.bridge.close()
+
+    async def _serve_http(self, server: HttpServer, sock: socket.socket) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn exposes a flag only
+            await asyncio.sleep(0.01)
+        self._started.set()
+        await task
+
+    async def _run_stdio(self) -> None:
+        assert self.bridge is not None
+        self._loop = asyncio.get_running_loop()
+        self._stdio_task = asyncio.current_task()
+        self._started.set()
+        await run_stdio(self.bridge, handle_signals=False)
+
+    def stop(self) -> None:
+        """Ask the server to shut down gracefully (non-blocking; see ``wait()``)."""
+        if self._http is not None:
+            self._http.should_exit = True
+        elif self._loop is not None and self._stdio_task is not None:
+            self._loop.call_soon_threadsafe(self._stdio_task.cancel)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the server thread has finished."""
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -1,0 +1,116 @@
+"""Running a bridge: stdio, or the HTTP app under uvicorn, with graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Generator
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls import CallRouter
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# After in-flight calls drain, how long open streams (SSE, GET /mcp) get to close by themselves.
+STREAM_CLOSE_SECONDS = 1
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket, bound now so that a busy port is an ``OSError`` for the caller.
+
+    Raises:
+        OSError: the address cannot be bound (in use, not permitted, unknown host).
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class HttpServer(uvicorn.Server):
+    """uvicorn with our shutdown: stop accepting, let calls in flight finish, then close streams.
+
+    Signals stop the server and ``serve()`` returns normally (uvicorn alone would re-raise
+    the signal after shutdown, killing the process with it).
+    """
+
+    def __init__(self, config: uvicorn.Config, router: CallRouter, drain_seconds: float) -> None:
+        super().__init__(config)
+        self.router = router
+        self.drain_seconds = drain_seconds
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        if self.router.in_flight:
+            logger.info("Waiting up to %.1fs for %d call(s) in flight", self.drain_seconds, self.router.in_flight)
+            with anyio.move_on_after(self.drain_seconds):
+                await self.router.wait_idle()
+        await super().shutdown(sockets)
+
+
+def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
+    settings = bridge.settings
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
+        ws="none",
+    )
+    return HttpServer(config, bridge.router, settings.shutdown_timeout)
+
+
+async def run_stdio(bridge: Bridge, *, handle_signals: bool = True) -> None:
+    """Serve one client over stdin/stdout until it closes the pipe or a stop signal arrives."""
+    bridge.notifier.bind(asyncio.get_running_loop())
+    server = bridge.server
+    async with anyio.create_task_group() as tasks:
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, bridge)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tasks.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, bridge: Bridge) -> None:
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            logger.info("Received %s, shutting down", signal.Signals(signum).name)
+            with anyio.move_on_after(bridge.settings.shutdown_timeout):
+                await bridge.router.wait_idle()
+            scope.cancel()
+            return
