@@ -49,7 +49,7 @@ def to_safe_error(
     """
     if isinstance(error, ModuleNotFoundError):
         return SafeError("not_found", f"Module not found: {_detail(error, 'module_id', '')}")
-    if isinstance(error, SchemaValidationError):
+    if isinstance(error, SchemaValidationError) and not is_output_error(error):
         return SafeError("invalid_input", format_validation_error(error, arguments, input_schema))
     if isinstance(error, ACLDeniedError):
         return SafeError("access_denied", "Access denied")
@@ -63,14 +63,19 @@ def to_safe_error(
         return SafeError("refused", "Circular call detected")
     if isinstance(error, CallFrequencyExceededError):
         return SafeError("refused", "Call frequency limit exceeded")
-    if isinstance(error, ModuleError) and error.code not in _UNEXPECTED_CODES:
+    if isinstance(error, ModuleError) and not is_unexpected(error):
         return SafeError("module", f"Module error: {error.code}")
     return SafeError("internal", INTERNAL_ERROR)
 
 
 def is_unexpected(error: BaseException) -> bool:
     """True for failures that are bugs rather than refusals: these are logged with a traceback."""
-    return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES
+    return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES or is_output_error(error)
+
+
+def is_output_error(error: BaseException) -> bool:
+    """A module returned output that breaks its own schema: the server's fault, not the caller's."""
+    return isinstance(error, SchemaValidationError) and str(error.message).startswith("Output validation")
 
 
 def log_call_error(tool_name: str, error: BaseException) -> None:

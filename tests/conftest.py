@@ -1,0 +1,154 @@
+"""Real MCP clients over real transports, one parametrized fixture for every scenario.
+
+``connect`` yields an async factory ``open_client(**settings) -> async context manager``
+giving an MCP client session connected to a fresh server for the test registry:
+
+- ``memory``/``memory-modern``: the SDK's in-process client (handshake era / 2026-07-28);
+- ``http``/``http-modern``: uvicorn on an ephemeral 127.0.0.1 port, Streamable HTTP;
+- ``sse``: the same app's legacy SSE endpoint;
+- ``stdio``: a subprocess running ``tests/stdio_server.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support import make_executor  # noqa: E402
+
+from apcore_mcp.bridge import Bridge  # noqa: E402
+from apcore_mcp.http_app import create_app  # noqa: E402
+from apcore_mcp.serving import bind_socket, make_http_server  # noqa: E402
+from apcore_mcp.settings import Settings  # noqa: E402
+
+TESTS_DIR = Path(__file__).resolve().parent
+TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "sse", "stdio"]
+
+
+@dataclass
+class Inbox:
+    """Notifications a client received, with a way to wait for one."""
+
+    methods: list[str] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handler(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and method.startswith("notifications/"):
+            self.methods.append(method)
+            self.arrived.set()
+
+    async def wait_for(self, method: str, timeout: float = 5.0) -> None:
+        async with asyncio.timeout(timeout):
+            while method not in self.methods:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+@dataclass
+class Connected:
+    """What a test gets: a session-like client and the transport it runs on."""
+
+    transport: str
+    client: Any
+    inbox: Inbox
+    bridge: Bridge | None = None
+
+    @property
+    def modern(self) -> bool:
+        return self.transport.endswith("-modern")
+
+
+@contextlib.asynccontextmanager
+async def running_http(bridge: Bridge) -> AsyncIterator[str]:
+    """uvicorn serving ``bridge`` on a free 127.0.0.1 port in this event loop; yields the base URL."""
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = make_http_server(create_app(bridge=bridge), bridge)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(10):
+                await task
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox) -> AsyncIterator[Any]:
+    """A connected client for an existing server (an HTTP base URL, or a Bridge for memory)."""
+    if transport in ("memory", "memory-modern"):
+        mode = "legacy" if transport == "memory" else "auto"
+        async with Client(url_or_bridge.server, mode=mode, message_handler=inbox.handler, cache=None) as client:
+            yield client
+    elif transport in ("http", "http-modern"):
+        mode = "legacy" if transport == "http" else "auto"
+        async with Client(f"{url_or_bridge}/mcp", mode=mode, message_handler=inbox.handler, cache=None) as client:
+            yield client
+    elif transport == "sse":
+        async with (
+            sse_client(f"{url_or_bridge}/sse") as (read, write),
+            ClientSession(read, write, message_handler=inbox.handler) as session,
+        ):
+            await session.initialize()
+            yield session
+    else:
+        raise ValueError(transport)
+
+
+def stdio_params(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(TESTS_DIR / "stdio_server.py"), *args])
+
+
+OpenClient = Callable[..., contextlib.AbstractAsyncContextManager[Connected]]
+
+
+@pytest.fixture(params=TRANSPORTS)
+def connect(request: pytest.FixtureRequest) -> OpenClient:
+    transport: str = request.param
+
+    @contextlib.asynccontextmanager
+    async def open_client(*, dynamic: bool = False, prefix: str | None = None) -> AsyncIterator[Connected]:
+        inbox = Inbox()
+        if transport == "stdio":
+            args = [*(["--dynamic"] if dynamic else []), *(["--prefix", prefix] if prefix else [])]
+            async with Client(stdio_params(*args), mode="legacy", message_handler=inbox.handler) as client:
+                yield Connected(transport, client, inbox)
+            return
+        bridge = Bridge.build(make_executor(), Settings(dynamic=dynamic, prefix=prefix))
+        try:
+            if transport.startswith("memory"):
+                async with open_session(transport, bridge, inbox) as client:
+                    yield Connected(transport, client, inbox, bridge)
+            else:
+                async with running_http(bridge) as url, open_session(transport, url, inbox) as client:
+                    yield Connected(transport, client, inbox, bridge)
+        finally:
+            bridge.close()
+
+    return open_client
+
+
+async def call_text(client: Any, name: str, arguments: dict[str, Any] | None = None) -> tuple[str, bool]:
+    result = await client.call_tool(name, arguments or {})
+    return result.content[0].text, bool(result.is_error)
+
