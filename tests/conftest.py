@@ -26,12 +26,11 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support import make_executor  # noqa: E402
-
-from apcore_mcp.bridge import Bridge  # noqa: E402
-from apcore_mcp.http_app import create_app  # noqa: E402
-from apcore_mcp.serving import bind_socket, make_http_server  # noqa: E402
-from apcore_mcp.settings import Settings  # noqa: E402
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.http_app import create_app
+from apcore_mcp.serving import bind_socket, make_http_server
+from apcore_mcp.settings import Settings
+from support import make_executor
 
 TESTS_DIR = Path(__file__).resolve().parent
 TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "sse", "stdio"]
@@ -151,4 +150,3 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
 async def call_text(client: Any, name: str, arguments: dict[str, Any] | None = None) -> tuple[str, bool]:
     result = await client.call_tool(name, arguments or {})
     return result.content[0].text, bool(result.is_error)
-

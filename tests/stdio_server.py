@@ -5,9 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support import make_executor  # noqa: E402
-
-from apcore_mcp import serve  # noqa: E402
+from apcore_mcp import serve
+from support import make_executor
 
 if __name__ == "__main__":
     args = sys.argv[1:]

@@ -194,5 +194,15 @@ def make_executor(registry: Registry | None = None) -> Executor:
 
 
 EXPECTED_TOOLS = sorted(
-    ["demo.echo", "demo.path", "demo.boom", "demo.slow", "demo.wait", "demo.values", "demo.denied", "admin.secret", "demo.register"]
+    [
+        "demo.echo",
+        "demo.path",
+        "demo.boom",
+        "demo.slow",
+        "demo.wait",
+        "demo.values",
+        "demo.denied",
+        "admin.secret",
+        "demo.register",
+    ]
 )

@@ -6,9 +6,9 @@ import asyncio
 import json
 
 import pytest
-from support import EXPECTED_TOOLS
 
 from conftest import OpenClient, call_text
+from support import EXPECTED_TOOLS
 
 
 async def test_lists_one_tool_per_module_and_skips_the_circular_one(connect: OpenClient) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import threading
-from collections.abc import Generator
-from typing import Any
+from collections.abc import AsyncIterator, Generator
+from types import FrameType
+from typing import Any, cast
 
 import anyio
 import uvicorn
@@ -59,12 +61,24 @@ class HttpServer(uvicorn.Server):
         self.router = router
         self.drain_seconds = drain_seconds
 
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Our own, not uvicorn's: sse-starlette patches uvicorn's handler to end every SSE
+        # response at the first signal, which would cut off replies to calls in flight.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+
+        def on_signal(sig: int, frame: FrameType | None) -> None:
+            # A plain function: sse-starlette also finds a server through a bound handler.
+            self.handle_exit(sig, frame)
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
         try:
             yield
         finally:
@@ -98,10 +112,10 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True) -> None:
     """Serve one client over stdin/stdout until it closes the pipe or a stop signal arrives."""
     bridge.notifier.bind(asyncio.get_running_loop())
     server = bridge.server
-    async with anyio.create_task_group() as tasks:
+    async with anyio.create_task_group() as tasks, stdin_lines() as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope, bridge)
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tasks.cancel_scope.cancel()
 
@@ -114,3 +128,57 @@ async def _stop_on_signal(scope: anyio.CancelScope, bridge: Bridge) -> None:
                 await bridge.router.wait_idle()
             scope.cancel()
             return
+
+
+class _Lines:
+    """``async for line in ...`` over an asyncio reader: cancellable, unlike a thread read."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+STDIN_LINE_LIMIT = 64 * 1024 * 1024
+
+
+@contextlib.asynccontextmanager
+async def stdin_lines() -> AsyncIterator[_Lines | None]:
+    """Read stdin through the event loop so a stop signal can end the server at once.
+
+    The SDK reads stdin on a worker thread, which no cancellation can interrupt: a server
+    told to stop would wait for the client's next line. While serving, fd 0 points at the
+    null device so module code cannot consume protocol bytes. Yields ``None`` (the SDK's own
+    reader is then used) when stdin is a regular file, which the loop cannot watch.
+    """
+    loop = asyncio.get_running_loop()
+    private = os.dup(0)
+    reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(private, "rb", buffering=0)
+        )
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            os.close(private)
+        yield None
+        return
+    saved = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    try:
+        yield _Lines(reader)
+    finally:
+        transport.close()
+        os.dup2(saved, 0)
+        os.close(saved)
+        with contextlib.suppress(OSError):
+            os.set_blocking(0, True)

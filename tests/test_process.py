@@ -1,0 +1,313 @@
+"""The CLI and ``serve()`` as processes: arguments, exit codes, stdio hygiene, signals, MCPServer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from apcore import Registry
+from mcp import Client
+
+from apcore_mcp import MCPServer, serve
+from support import make_executor
+
+NAP_MODULE = """
+import asyncio
+from pydantic import BaseModel
+
+class NapIn(BaseModel):
+    seconds: float
+
+class NapOut(BaseModel):
+    slept: float
+
+class Nap:
+    description = "Sleep, then answer"
+    input_schema = NapIn
+    output_schema = NapOut
+
+    async def execute(self, inputs, context):
+        await asyncio.sleep(inputs["seconds"])
+        return {"slept": inputs["seconds"]}
+"""
+
+NOISY_MODULE = """
+import sys
+from pydantic import BaseModel
+
+class Empty(BaseModel):
+    pass
+
+class Out(BaseModel):
+    ok: bool
+
+class Noisy:
+    description = "Prints to stdout, which must not reach the protocol stream"
+    input_schema = Empty
+    output_schema = Out
+
+    def execute(self, inputs, context):
+        print("stray print from a module")
+        sys.stdout.write("stray write\\n")
+        return {"ok": True}
+"""
+
+
+@pytest.fixture(scope="module")
+def extensions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("extensions")
+    (root / "util").mkdir()
+    (root / "util" / "nap.py").write_text(textwrap.dedent(NAP_MODULE))
+    (root / "util" / "noisy.py").write_text(textwrap.dedent(NOISY_MODULE))
+    return root
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "apcore_mcp", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_process(extensions: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "apcore_mcp",
+            "--extensions-dir",
+            str(extensions),
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+# -- arguments and exit codes -----------------------------------------------------------------
+
+
+def test_help_lists_every_flag() -> None:
+    result = cli("--help")
+    assert result.returncode == 0
+    for flag in (
+        "--extensions-dir",
+        "--transport",
+        "--host",
+        "--port",
+        "--name",
+        "--version",
+        "--log-level",
+        "--tags",
+        "--prefix",
+        "--allowed-hosts",
+        "--dynamic",
+        "--stateless",
+    ):
+        assert flag in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ([], 2, "--extensions-dir"),
+        (["--extensions-dir", "/does/not/exist"], 1, "Error: extensions directory does not exist: /does/not/exist"),
+        (["--extensions-dir", __file__], 1, f"Error: extensions path is not a directory: {__file__}"),
+        (["--extensions-dir", ".", "--port", "0"], 1, "Error: port must be between 1 and 65535"),
+        (["--extensions-dir", ".", "--port", "70000"], 1, "Error: port must be between 1 and 65535"),
+        (["--extensions-dir", ".", "--port", "abc"], 2, "invalid int value"),
+        (["--extensions-dir", ".", "--name", ""], 1, "Error: server name must not be empty"),
+        (["--extensions-dir", ".", "--name", "x" * 256], 1, "Error: server name must not exceed 255 characters"),
+        (["--extensions-dir", ".", "--transport", "websocket"], 2, "invalid choice"),
+        (["--extensions-dir", ".", "--log-level", "TRACE"], 2, "invalid choice"),
+        (["--extensions-dir", ".", "--tags", ""], 1, "Error: Tag values must not be empty"),
+        (["--extensions-dir", ".", "--prefix", ""], 1, "Error: prefix must not be empty"),
+    ],
+)
+def test_bad_arguments_exit_with_a_clear_message(args: list[str], code: int, message: str) -> None:
+    result = cli(*args)
+    assert result.returncode == code
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_busy_port_exits_2(extensions: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = cli("--extensions-dir", str(extensions), "--transport", "streamable-http", "--port", str(port))
+    assert result.returncode == 2
+    assert f"Error: cannot start the server on 127.0.0.1:{port}" in result.stderr
+
+
+def test_serve_validates_before_starting() -> None:
+    registry = Registry()
+    with pytest.raises(TypeError, match="Expected Registry or Executor instance, got dict"):
+        serve({})
+    with pytest.raises(ValueError, match="Unknown transport: 'websocket'. Must be one of: stdio, streamable-http, sse"):
+        serve(registry, transport="websocket")
+    with pytest.raises(ValueError, match="Port must be between 1 and 65535, got 0"):
+        serve(registry, transport="streamable-http", port=0)
+    with pytest.raises(ValueError, match="Unknown log level"):
+        serve(registry, log_level="TRACE")
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+
+def _rpc(message_id: int | None, method: str, params: dict | None = None) -> str:
+    message: dict = {"jsonrpc": "2.0", "method": method}
+    if message_id is not None:
+        message["id"] = message_id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message) + "\n"
+
+
+def test_stdio_stdout_carries_only_json_rpc(extensions: Path) -> None:
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    script = (
+        _rpc(1, "initialize", init)
+        + _rpc(None, "notifications/initialized")
+        + _rpc(2, "tools/list", {})
+        + _rpc(3, "tools/call", {"name": "util.noisy", "arguments": {}})
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(extensions), "--log-level", "DEBUG"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(script)
+    proc.stdin.flush()
+    lines = [proc.stdout.readline() for _ in range(3)]
+    proc.stdin.close()  # the client going away ends the server
+    proc.stdin = None
+    rest, stderr = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    messages = [json.loads(line) for line in [*lines, *rest.splitlines()] if line.strip()]
+    assert [m.get("id") for m in messages] == [1, 2, 3]
+    assert all(m["jsonrpc"] == "2.0" for m in messages)
+    assert json.loads(messages[2]["result"]["content"][0]["text"]) == {"ok": True}
+    assert "stray print from a module" in stderr
+    assert "apcore-mcp server started: 2 tools registered, transport=stdio" in stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stdio_stops_cleanly_on_signal(extensions: Path, sig: signal.Signals) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(extensions)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        started = time.monotonic()
+        proc.send_signal(sig)
+        proc.wait(8)
+        assert proc.returncode == 0
+        assert time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+
+
+async def test_sigterm_lets_the_call_in_flight_finish(http_process: tuple[subprocess.Popen[str], str]) -> None:
+    proc, url = http_process
+    async with Client(f"{url}/mcp", mode="legacy") as client:
+        # The client validates structured output against the listed schema: list first, so
+        # it needs no request after the server stops accepting connections.
+        await client.list_tools()
+        timer = threading.Timer(0.5, proc.send_signal, args=(signal.SIGTERM,))
+        timer.start()
+        started = time.monotonic()
+        result = await client.call_tool("util.nap", {"seconds": 1.5})
+    assert result.is_error is False
+    assert json.loads(result.content[0].text) == {"slept": 1.5}
+    proc.wait(8)
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 5
+
+
+async def test_mcp_server_in_background_thread() -> None:
+    server = MCPServer(make_executor(), transport="streamable-http", port=0, dynamic=True)
+    server.start()
+    try:
+        assert server.running and server.port != 0
+        health = httpx.get(f"{server.url}/health", timeout=5).json()
+        assert health["status"] == "ok" and health["module_count"] == 9
+        async with Client(f"{server.url}/mcp", mode="legacy") as client:
+            result = await client.call_tool("demo.echo", {"text": "bg"})
+        assert json.loads(result.content[0].text) == {"echo": "bg"}
+    finally:
+        server.stop()
+        server.wait(10)
+    assert not server.running
+
+
+def test_mcp_server_reports_a_busy_port() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        server = MCPServer(make_executor(), transport="streamable-http", port=busy.getsockname()[1])
+        with pytest.raises(OSError):
+            server.start()
+        assert not server.running
+
+
+def test_python_dash_m_and_console_script_agree() -> None:
+    script = Path(sys.executable).with_name("apcore-mcp")
+    if not script.exists():
+        pytest.skip("console script not installed next to this interpreter")
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 0 and result.stdout == cli("--help").stdout
+    assert os.access(script, os.X_OK)
