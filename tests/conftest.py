@@ -30,6 +30,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.http_app import create_app
 from apcore_mcp.serving import bind_socket, make_http_server
 from apcore_mcp.settings import Settings
+
 from support import make_executor
 
 TESTS_DIR = Path(__file__).resolve().parent

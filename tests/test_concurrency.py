@@ -10,6 +10,7 @@ import pytest
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
+
 from conftest import Inbox, open_session, running_http
 from support import make_executor
 

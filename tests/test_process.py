@@ -20,6 +20,7 @@ from apcore import Registry
 from mcp import Client
 
 from apcore_mcp import MCPServer, serve
+
 from support import make_executor
 
 NAP_MODULE = """

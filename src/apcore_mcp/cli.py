@@ -65,11 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra browser origins accepted, e.g. https://app.example.com",
     )
     parser.add_argument("--dynamic", action="store_true", help="reflect registry changes live (list_changed)")
-    parser.add_argument(
-        "--watch",
-        action="store_true",
-        help="reload modules when files in the extensions dir change (implies --dynamic; needs watchdog)",
-    )
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions (replicas)")
     parser.add_argument("--json-response", action="store_true", help="answer POST /mcp with JSON, not SSE")
     return parser
@@ -112,11 +107,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     registry = Registry(extensions_dir=str(extensions_dir))
     count = registry.discover()
     logger.info("Discovered %d module(s) in %s", count, extensions_dir)
-    if args.watch:
-        try:
-            registry.watch()
-        except ImportError as exc:
-            _fail(f"--watch needs the watchdog package ({exc}); pip install 'apcore-mcp[watch]'", EXIT_INVALID)
     try:
         serve(
             registry,
@@ -127,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             version=args.version,
             tags=args.tags,
             prefix=args.prefix,
-            dynamic=args.dynamic or args.watch,
+            dynamic=args.dynamic,
             stateless=args.stateless,
             json_response=args.json_response,
             allowed_hosts=args.allowed_hosts,
@@ -139,6 +129,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"cannot start the server on {args.host}:{args.port}: {exc.strerror or exc}", EXIT_STARTUP)
     except KeyboardInterrupt:
         pass
-    finally:
-        if args.watch:
-            registry.unwatch()
