@@ -139,16 +139,30 @@ def _path_parts(path: Any) -> list[str]:
 def _missing_required(parts: list[str], arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """The required property names absent from the object found at ``parts`` in the arguments."""
     value: Any = arguments
-    node: Any = schema
+    node = _concrete(schema, dict)
     for part in parts:
         if isinstance(value, dict):
             value = value.get(part)
-            node = (node.get("properties") or {}).get(part, {}) if isinstance(node, dict) else {}
+            node = _concrete((node.get("properties") or {}).get(part, {}), type(value))
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
-            node = node.get("items", {}) if isinstance(node, dict) else {}
+            node = _concrete(node.get("items", {}), type(value))
         else:
             return []
-    if not isinstance(value, dict) or not isinstance(node, dict):
+    if not isinstance(value, dict):
         return []
     return [name for name in node.get("required", []) if name not in value]
+
+
+def _concrete(node: Any, value_type: type) -> dict[str, Any]:
+    """The schema that applies to a value: for ``Model | None`` (``anyOf``), the object branch."""
+    if not isinstance(node, dict):
+        return {}
+    wanted = "object" if value_type is dict else "array" if value_type is list else None
+    for key in ("anyOf", "oneOf", "allOf"):
+        for branch in node.get(key) or ():
+            if isinstance(branch, dict) and (
+                branch.get("type") == wanted or (wanted == "object" and "properties" in branch)
+            ):
+                return branch
+    return node

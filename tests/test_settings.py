@@ -1,0 +1,181 @@
+"""FR-SERVER validation messages (SRS 3.5) and the Host/Origin policy."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from apcore_mcp.security import HostPolicy
+from apcore_mcp.settings import Settings, normalize_transport
+
+# -- Settings validation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": ""}, "name must not be empty"),
+        ({"name": "n" * 256}, "name must not exceed 255 characters"),
+        ({"version": ""}, "version must not be empty"),
+        ({"tags": [""]}, "Tag values must not be empty"),
+        ({"tags": ["public", ""]}, "Tag values must not be empty"),
+        ({"prefix": ""}, "prefix must not be empty"),
+        ({"host": ""}, "Host must not be empty"),
+        ({"host": "   "}, "Host must not be empty"),
+        ({"port": 0}, "Port must be between 1 and 65535, got 0"),
+        ({"port": 65536}, "Port must be between 1 and 65535, got 65536"),
+        ({"port": -1}, "Port must be between 1 and 65535, got -1"),
+        ({"log_level": "TRACE"}, "Unknown log level: 'TRACE'. Must be one of: DEBUG, INFO, WARNING, ERROR"),
+    ],
+)
+def test_invalid_settings_messages(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Settings(**kwargs)
+
+
+def test_defaults() -> None:
+    settings = Settings()
+    assert settings.name == "apcore-mcp"
+    assert settings.version is None
+    assert settings.host == "127.0.0.1"
+    assert settings.port == 8000
+    assert settings.tags is None
+    assert settings.prefix is None
+
+
+@pytest.mark.parametrize("port", [1, 65535])
+def test_port_boundaries_accepted(port: int) -> None:
+    assert Settings(port=port).port == port
+
+
+def test_name_of_255_characters_accepted() -> None:
+    assert Settings(name="n" * 255).name == "n" * 255
+    assert Settings(name="x").name == "x"
+
+
+def test_valid_values_are_kept() -> None:
+    settings = Settings(name="my-tools", version="2.0.0", tags=["public", "stable"], prefix="api.")
+    assert settings.name == "my-tools"
+    assert settings.version == "2.0.0"
+    assert settings.server_version() == "2.0.0"
+    assert settings.tags == ("public", "stable")
+    assert settings.prefix == "api."
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"), [("debug", "DEBUG"), ("Info", "INFO"), ("WARNING", "WARNING"), ("error", "ERROR")]
+)
+def test_log_level_is_case_insensitive(given: str, stored: str) -> None:
+    assert Settings(log_level=given).log_level == stored
+
+
+def test_log_level_none_is_kept() -> None:
+    assert Settings().log_level is None
+
+
+# -- transport ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "normalized"),
+    [("stdio", "stdio"), ("STDIO", "stdio"), ("Streamable-HTTP", "streamable-http"), ("SSE", "sse")],
+)
+def test_transport_is_case_insensitive(given: str, normalized: str) -> None:
+    assert normalize_transport(given) == normalized
+
+
+def test_unknown_transport_message() -> None:
+    message = "Unknown transport: 'websocket'. Must be one of: stdio, streamable-http, sse"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        normalize_transport("websocket")
+
+
+@pytest.mark.parametrize("transport", ["", "http", "streamable_http", "stdio "])
+def test_other_transports_rejected(transport: str) -> None:
+    with pytest.raises(ValueError, match="^Unknown transport: "):
+        normalize_transport(transport)
+
+
+# -- HostPolicy ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "localhost:8000",
+        "localhost:1",
+        "127.0.0.1",
+        "127.0.0.1:9999",
+        "[::1]",
+        "[::1]:8000",
+        "LOCALHOST:80",
+    ],
+)
+def test_loopback_names_allowed_on_any_port(host: str) -> None:
+    assert HostPolicy.for_settings(Settings()).host_allowed(host) is True
+
+
+@pytest.mark.parametrize("host", ["evil.com", "evil.com:8000", "localhost.evil.com", "127.0.0.2:8000", "", None])
+def test_other_hosts_rejected(host: str | None) -> None:
+    assert HostPolicy.for_settings(Settings()).host_allowed(host) is False
+
+
+def test_wildcard_bind_still_rejects_unknown_hosts() -> None:
+    policy = HostPolicy.for_settings(Settings(host="0.0.0.0"))
+    assert policy.host_allowed("evil.com") is False
+    assert policy.host_allowed("evil.com:8000") is False
+    assert policy.host_allowed("0.0.0.0:8000") is False
+    assert policy.host_allowed("localhost:8000") is True
+
+
+def test_allowed_hosts_entries() -> None:
+    policy = HostPolicy.for_settings(
+        Settings(host="0.0.0.0", allowed_hosts=["api.example.com", "tools.example.com:8443"])
+    )
+    assert policy.host_allowed("api.example.com") is True
+    assert policy.host_allowed("api.example.com:8000") is True
+    assert policy.host_allowed("api.example.com:1") is True
+    assert policy.host_allowed("tools.example.com:8443") is True
+    assert policy.host_allowed("tools.example.com:8000") is False
+    assert policy.host_allowed("tools.example.com") is False
+    assert policy.host_allowed("evil.com") is False
+
+
+def test_specific_bound_host_is_allowed() -> None:
+    policy = HostPolicy.for_settings(Settings(host="10.1.2.3"))
+    assert policy.host_allowed("10.1.2.3:8000") is True
+    assert policy.host_allowed("10.1.2.4:8000") is False
+
+
+def test_origin_absent_is_allowed() -> None:
+    assert HostPolicy.for_settings(Settings()).origin_allowed(None) is True
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:3000", "http://localhost", "https://127.0.0.1:8443", "http://[::1]:8000"]
+)
+def test_loopback_origins_allowed(origin: str) -> None:
+    assert HostPolicy.for_settings(Settings()).origin_allowed(origin) is True
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://evil.com", "https://evil.com:443", "null", "file://localhost", "http://localhost.evil.com", ""],
+)
+def test_foreign_origins_rejected(origin: str) -> None:
+    assert HostPolicy.for_settings(Settings()).origin_allowed(origin) is False
+
+
+def test_allowed_origins_entries_accepted() -> None:
+    policy = HostPolicy.for_settings(
+        Settings(host="0.0.0.0", allowed_origins=["https://app.example.com", "http://dev.example.com:*"])
+    )
+    assert policy.origin_allowed("https://app.example.com") is True
+    assert policy.origin_allowed("https://APP.example.com/") is True
+    assert policy.origin_allowed("http://dev.example.com:5173") is True
+    assert policy.origin_allowed("http://app.example.com") is False
+    assert policy.origin_allowed("https://evil.com") is False
+    assert policy.origin_allowed("null") is False
