@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="bind address for HTTP transports")
     parser.add_argument("--port", type=int, default=8000, help="bind port for HTTP transports (1-65535)")
     parser.add_argument("--name", default="apcore-mcp", help=f"server name (max {MAX_NAME_LENGTH} chars)")
-    parser.add_argument("--version", default=None, help=f"server version (default: {__version__})")
+    parser.add_argument("--version", default=__version__, help="server version reported to clients")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="INFO", help="log verbosity (stderr)")
     parser.add_argument(
         "--tags",
