@@ -6,6 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apcore_mcp import serve
+
 from support import make_executor
 
 if __name__ == "__main__":
