@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -17,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 from apcore import Registry
-from mcp import Client
+from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
 
 from apcore_mcp import MCPServer, serve
 
@@ -293,6 +295,21 @@ async def test_mcp_server_in_background_thread() -> None:
         server.stop()
         server.wait(10)
     assert not server.running
+
+
+async def test_sse_transport_warns_that_it_is_deprecated(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="apcore_mcp")
+    server = MCPServer(make_executor(), transport="SSE", port=0)
+    server.start()
+    try:
+        async with sse_client(f"{server.url}/sse") as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("demo.echo", {"text": "old"})
+        assert json.loads(result.content[0].text) == {"echo": "old"}
+    finally:
+        server.stop()
+        server.wait(10)
+    assert "SSE transport is deprecated; use streamable-http instead" in caplog.messages
 
 
 def test_mcp_server_reports_a_busy_port() -> None:

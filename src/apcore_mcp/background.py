@@ -9,7 +9,7 @@ from typing import Any
 
 from apcore_mcp.bridge import Bridge, resolve_source
 from apcore_mcp.http_app import create_app
-from apcore_mcp.launch import build_settings
+from apcore_mcp.launch import build_settings, warn_if_deprecated
 from apcore_mcp.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import configure_logging, normalize_transport
 
@@ -63,6 +63,7 @@ class MCPServer:
             sock = bind_socket(self.settings.host, 0 if self._ephemeral else self.settings.port)
             self.port = sock.getsockname()[1]
         self.bridge = Bridge.build(self._source, self.settings)
+        warn_if_deprecated(self.transport)
         self._started.clear()
         self._error = None
         self._thread = threading.Thread(target=self._run, args=(sock,), name="apcore-mcp", daemon=True)

@@ -80,14 +80,18 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
     sock = bind_socket(settings.host, settings.port)
     try:
         bridge = Bridge.build(registry_or_executor, settings)
-        if transport == "sse":
-            logger.warning("SSE transport is deprecated; use streamable-http instead")
+        warn_if_deprecated(transport)
         server = make_http_server(create_app(bridge=bridge), bridge)
         _log_started(bridge, transport)
         logger.info("Listening on http://%s:%d (MCP at /mcp, SSE at /sse)", settings.host, settings.port)
         server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+def warn_if_deprecated(transport: str) -> None:
+    if transport == "sse":
+        logger.warning("SSE transport is deprecated; use streamable-http instead")
 
 
 def _log_started(bridge: Bridge, transport: str) -> None:
