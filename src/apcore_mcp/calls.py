@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,7 @@ class CallRouter:
         self.executor = executor
         self.catalog = catalog
         self._in_flight = 0
+        self.observers: list[Callable[[CallOutcome, float], None]] = []
 
     @property
     def in_flight(self) -> int:
@@ -56,6 +59,15 @@ class CallRouter:
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
         """Call the tool ``name``; errors come back as an outcome, never as an exception."""
+        started = time.perf_counter()
+        outcome = await self._call(name, arguments)
+        if self.observers:
+            elapsed = time.perf_counter() - started
+            for observe in self.observers:
+                observe(outcome, elapsed)
+        return outcome
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
         logger.debug("Tool call: %s", name)
         arguments = arguments if arguments is not None else {}
         record = self.catalog.get(name)

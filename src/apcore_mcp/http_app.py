@@ -1,4 +1,9 @@
-"""The one Starlette app serving a bridge over HTTP: Streamable HTTP, SSE and ``/health``."""
+"""The one Starlette app serving a bridge over HTTP.
+
+Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages/`` (legacy SSE), ``GET /health``
+(liveness), ``GET /ready`` (readiness), ``GET /metrics`` (Prometheus), ``GET /openai/tools``
+and, when enabled, the explorer. Every route sits behind the Host/Origin guard.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,14 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.explorer import execute_token, explorer_routes
+from apcore_mcp.metrics import Metrics, StreamCounter
+from apcore_mcp.openai_tools import check_filters, select_records, tools_from_records
 from apcore_mcp.security import HostOriginGuard, HostPolicy
 from apcore_mcp.settings import Settings
 
@@ -26,6 +34,8 @@ logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 class SseEndpoint:
@@ -47,16 +57,14 @@ class SseEndpoint:
 def create_app(
     registry_or_executor: Any = None, settings: Settings | None = None, *, bridge: Bridge | None = None
 ) -> Starlette:
-    """Build the HTTP app for a Registry or Executor (or an already built ``bridge``).
-
-    Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages/`` (legacy SSE) and
-    ``GET /health``. Every route is behind Host/Origin checking.
-    """
+    """Build the HTTP app for a Registry or Executor (or an already built ``bridge``)."""
     if bridge is None:
         bridge = Bridge.build(registry_or_executor, settings)
     settings = bridge.settings
     policy = HostPolicy.for_settings(settings)
     sdk_security = policy.to_sdk_settings()
+    metrics = Metrics(bridge)
+    bridge.router.observers.append(metrics.observe_call)
     manager = StreamableHTTPSessionManager(
         app=bridge.server,
         stateless=settings.stateless,
@@ -76,8 +84,34 @@ def create_app(
                 app.state.ready = False
                 bridge.close()
 
+    def streams(app: ASGIApp, route: str) -> ASGIApp:
+        return StreamCounter(app, metrics.open_streams, route)
+
+    routes: list[BaseRoute] = [
+        Route(MCP_PATH, endpoint=streams(StreamableHTTPASGIApp(manager), MCP_PATH)),
+        Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
+        Mount(MESSAGES_PATH, app=sse.handle_post_message),
+        *service_routes(bridge, metrics),
+    ]
+    if settings.explorer:
+        routes += explorer_routes(bridge, execute_token(bridge))
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)],
+        lifespan=lifespan,
+    )
+    app.state.bridge = bridge
+    app.state.metrics = metrics
+    app.state.ready = False
+    return app
+
+
+def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
+    """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools``."""
+    settings = bridge.settings
+
     async def health(request: Request) -> JSONResponse:
-        if not getattr(request.app.state, "ready", False):
+        if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse(
             {
@@ -88,17 +122,57 @@ def create_app(
             }
         )
 
-    routes = [
-        Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager)),
-        Route(SSE_PATH, endpoint=SseEndpoint(bridge, sse)),
-        Mount(MESSAGES_PATH, app=sse.handle_post_message),
-        Route("/health", endpoint=health, methods=["GET"]),
+    async def ready(request: Request) -> JSONResponse:
+        if not request.app.state.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready", "module_count": len(bridge.catalog)})
+
+    async def metrics_text(_request: Request) -> Response:
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    async def openai_tools(request: Request) -> JSONResponse:
+        try:
+            options = parse_openai_query(request)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        records = select_records(bridge.catalog.records(), tags=options["tags"], prefix=options["prefix"])
+        return JSONResponse(
+            tools_from_records(records, strict=options["strict"], embed_annotations=options["embed_annotations"])
+        )
+
+    routes: list[BaseRoute] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+        Route("/openai/tools", openai_tools, methods=["GET"]),
     ]
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(HostOriginGuard, policy=policy)],
-        lifespan=lifespan,
-    )
-    app.state.bridge = bridge
-    app.state.ready = False
-    return app
+    if settings.metrics:
+        routes.append(Route("/metrics", metrics_text, methods=["GET"]))
+    return routes
+
+
+def parse_openai_query(request: Request) -> dict[str, Any]:
+    """``strict``, ``embed_annotations`` (booleans), ``tags`` (repeatable), ``prefix``.
+
+    Raises:
+        ValueError: an unknown parameter or a bad value (the message names it).
+    """
+    query = request.query_params
+    unknown = sorted(set(query) - {"strict", "embed_annotations", "tags", "prefix"})
+    if unknown:
+        raise ValueError(f"Unknown query parameter: {unknown[0]}")
+    options: dict[str, Any] = {name: _flag(query.get(name), name) for name in ("strict", "embed_annotations")}
+    tags = [tag for value in query.getlist("tags") for tag in value.split(",")] if "tags" in query else None
+    prefix = query.get("prefix")
+    check_filters(tags, prefix)
+    options.update(tags=tags, prefix=prefix)
+    return options
+
+
+def _flag(value: str | None, name: str) -> bool:
+    if value is None:
+        return False
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")

@@ -46,6 +46,7 @@ class ListChangedNotifier:
             connection = _connection_of(ctx)
             if connection is not None and connection.has_standalone_channel:
                 self._connections.add(connection)
+                connection.exit_stack.callback(self._connections.discard, connection)
         return result
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -113,9 +113,10 @@ class HostPolicy:
 class HostOriginGuard:
     """Pure ASGI middleware: 421 for a Host not allowed, 403 for an Origin not allowed."""
 
-    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+    def __init__(self, app: ASGIApp, policy: HostPolicy, on_reject: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.policy = policy
+        self.on_reject = on_reject
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -129,16 +130,21 @@ class HostOriginGuard:
                 origin = value.decode("latin-1")
         if not self.policy.host_allowed(host):
             logger.warning("Rejected request with Host %r", host)
-            await _reject(send, 421, "Invalid Host header", scope)
+            await self._reject(send, scope, "host", 421, "Invalid Host header")
             return
         if not self.policy.origin_allowed(origin):
             logger.warning("Rejected request with Origin %r", origin)
-            await _reject(send, 403, "Invalid Origin header", scope)
+            await self._reject(send, scope, "origin", 403, "Invalid Origin header")
             return
         await self.app(scope, receive, send)
 
+    async def _reject(self, send: Send, scope: Scope, reason: str, status: int, message: str) -> None:
+        if self.on_reject is not None:
+            self.on_reject(reason)
+        await _refuse(send, scope, status, message)
 
-async def _reject(send: Send, status: int, message: str, scope: Scope) -> None:
+
+async def _refuse(send: Send, scope: Scope, status: int, message: str) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
         return

@@ -60,6 +60,11 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     log_level: str | None = None
     shutdown_timeout: float = 3.0
+    metrics: bool = True
+    explorer: bool = False
+    explorer_prefix: str = "/explorer"
+    allow_execute: bool = False
+    execute_token: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -88,6 +93,9 @@ class Settings:
             object.__setattr__(self, what, tuple(entry.strip() for entry in entries))
         if not self.shutdown_timeout >= 0:
             raise ValueError(f"shutdown_timeout must be >= 0, got {self.shutdown_timeout}")
+        object.__setattr__(self, "explorer_prefix", _check_prefix(self.explorer_prefix))
+        if self.execute_token is not None and len(self.execute_token) < 16:
+            raise ValueError("execute_token must be at least 16 characters")
 
     @property
     def is_loopback(self) -> bool:
@@ -97,6 +105,19 @@ class Settings:
         from apcore_mcp import __version__
 
         return self.version or __version__
+
+
+RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai")
+
+
+def _check_prefix(prefix: str) -> str:
+    """``/explorer`` and ``/explorer/`` alike become ``/explorer``; it must not shadow a route."""
+    if not isinstance(prefix, str) or not prefix.startswith("/"):
+        raise ValueError(f"explorer_prefix must start with '/', got {prefix!r}")
+    normalized = prefix.rstrip("/")
+    if not normalized or any(normalized == path or normalized.startswith(path + "/") for path in RESERVED_PATHS):
+        raise ValueError(f"explorer_prefix {prefix!r} would shadow another route")
+    return normalized
 
 
 def configure_logging(level: str | None) -> None:

@@ -1,0 +1,195 @@
+"""The browser explorer: a page listing the tools, their schemas, and (opt-in) a way to call them.
+
+Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it is off unless
+``allow_execute``; when on, only JSON POSTs are accepted (a form cannot send one without
+CORS, and no CORS header is ever sent), Host/Origin are checked by the app's guard, and a
+server not bound to loopback requires a bearer token compared in constant time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import re
+import secrets
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.tools import ToolRecord
+
+logger = logging.getLogger(__name__)
+
+PAGE_NAME = "explorer.html"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+_STATUS_BY_KIND = {
+    "not_found": 404,
+    "invalid_input": 400,
+    "access_denied": 403,
+    "refused": 429,
+    "timeout": 504,
+    "module": 500,
+    "internal": 500,
+}
+
+
+@cache
+def load_page() -> tuple[bytes, str]:
+    """The page and its Content-Security-Policy (inline script and style allowed by hash only)."""
+    packaged = resources.files("apcore_mcp").joinpath("static", PAGE_NAME)
+    source = Path(__file__).resolve().parents[2] / "static" / PAGE_NAME
+    html = packaged.read_text("utf-8") if packaged.is_file() else source.read_text("utf-8")
+    return html.encode(), content_security_policy(html)
+
+
+def content_security_policy(html: str) -> str:
+    """A policy that allows exactly the page's own inline ``<script>``/``<style>`` blocks."""
+
+    def hashes(tag: str) -> str:
+        blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.DOTALL)
+        digests = (base64.b64encode(hashlib.sha256(block.encode()).digest()).decode() for block in blocks)
+        return " ".join(f"'sha256-{digest}'" for digest in digests) or "'none'"
+
+    return (
+        f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
+        "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def tool_summary(record: ToolRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "description": record.description,
+        "annotations": dict(record.hints),
+        "requiresApproval": record.meta["apcore/requiresApproval"],
+        "streaming": record.meta["apcore/streaming"],
+        "tags": list(record.tags),
+    }
+
+
+def tool_detail(record: ToolRecord) -> dict[str, Any]:
+    return {
+        **tool_summary(record),
+        "inputSchema": record.input_schema,
+        "outputSchema": record.output_schema or None,
+        "documentation": record.documentation or None,
+    }
+
+
+def execute_token(bridge: Bridge) -> str | None:
+    """The token browser calls must present, or ``None`` when none is needed.
+
+    Needed when execution is on and the server is reachable from other machines; a random
+    one is made (and logged once) if none was configured. A configured token always applies.
+    """
+    settings = bridge.settings
+    if not (settings.explorer and settings.allow_execute):
+        return None
+    if settings.execute_token:
+        return settings.execute_token
+    if settings.is_loopback:
+        return None
+    token = secrets.token_urlsafe(32)
+    logger.warning("Explorer execution is on for a non-loopback address; token for this run: %s", token)
+    return token
+
+
+def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
+    settings = bridge.settings
+    prefix = settings.explorer_prefix
+    catalog = bridge.catalog
+
+    async def page(_request: Request) -> Response:
+        html, policy = load_page()
+        headers = {
+            "Content-Security-Policy": policy,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-store",
+        }
+        return Response(html, media_type="text/html; charset=utf-8", headers=headers)
+
+    async def redirect(_request: Request) -> Response:
+        return RedirectResponse(f"{prefix}/", status_code=308)
+
+    async def config(_request: Request) -> JSONResponse:
+        return JSONResponse(
+            {
+                "server": {"name": settings.name, "version": settings.server_version()},
+                "allowExecute": settings.allow_execute,
+                "tokenRequired": token is not None,
+            }
+        )
+
+    async def list_tools(_request: Request) -> JSONResponse:
+        return JSONResponse([tool_summary(record) for record in catalog.records()])
+
+    async def get_tool(request: Request) -> JSONResponse:
+        record = catalog.get(request.path_params["name"])
+        if record is None:
+            return _error(404, f"Tool '{request.path_params['name']}' not found")
+        return JSONResponse(tool_detail(record))
+
+    async def call_tool(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        if not settings.allow_execute:
+            return _error(403, "Tool execution is disabled")
+        if token is not None and not _bearer_matches(request, token):
+            return _error(401, "A valid explorer token is required", {"WWW-Authenticate": "Bearer"})
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return _error(415, "Content-Type must be application/json")
+        if catalog.get(name) is None:
+            return _error(404, f"Tool '{name}' not found")
+        body = await _read_body(request)
+        if body is None:
+            return _error(413, f"Request body exceeds {MAX_BODY_BYTES} bytes")
+        try:
+            arguments = json.loads(body or b"{}")
+        except ValueError:
+            return _error(400, "Request body is not valid JSON")
+        if not isinstance(arguments, dict):
+            return _error(400, "Request body must be a JSON object of tool arguments")
+        outcome = await bridge.router.call(name, arguments)
+        if outcome.error is not None:
+            return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
+        return JSONResponse({"result": json.loads(outcome.text)})
+
+    return [
+        Route(prefix, redirect, methods=["GET"]),
+        Route(f"{prefix}/", page, methods=["GET"]),
+        Route(f"{prefix}/config", config, methods=["GET"]),
+        Route(f"{prefix}/tools", list_tools, methods=["GET"]),
+        Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
+        Route(f"{prefix}/tools/{{name}}/call", call_tool, methods=["POST"]),
+    ]
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The request body, or ``None`` once it grows past ``MAX_BODY_BYTES`` (chunked too)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
+
+
+def _bearer_matches(request: Request, token: str) -> bool:
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
