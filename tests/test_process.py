@@ -104,6 +104,7 @@ def http_process(extensions: Path) -> Iterator[tuple[subprocess.Popen[str], str]
             str(port),
             "--log-level",
             "WARNING",
+            "--explorer",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -262,6 +263,23 @@ def test_stdio_stops_cleanly_on_signal(extensions: Path, sig: signal.Signals) ->
 
 
 # -- HTTP ------------------------------------------------------------------------------------
+
+
+def test_cli_http_serves_every_route(http_process: tuple[subprocess.Popen[str], str]) -> None:
+    _, url = http_process
+    for path, kind in [
+        ("/health", "json"),
+        ("/ready", "json"),
+        ("/metrics", "text/plain"),
+        ("/openai/tools", "json"),
+        ("/explorer/", "text/html"),
+        ("/explorer/tools", "json"),
+    ]:
+        response = httpx.get(f"{url}{path}", timeout=5)
+        assert response.status_code == 200, path
+        assert kind in response.headers["content-type"], path
+    names = [tool["function"]["name"] for tool in httpx.get(f"{url}/openai/tools", timeout=5).json()]
+    assert names == ["util-nap", "util-noisy"]
 
 
 async def test_sigterm_lets_the_call_in_flight_finish(http_process: tuple[subprocess.Popen[str], str]) -> None:

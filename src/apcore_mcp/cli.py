@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dynamic", action="store_true", help="reflect registry changes live (list_changed)")
     parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions (replicas)")
     parser.add_argument("--json-response", action="store_true", help="answer POST /mcp with JSON, not SSE")
+    parser.add_argument("--no-metrics", action="store_true", help="do not serve /metrics")
+    parser.add_argument("--explorer", action="store_true", help="serve the browser explorer (HTTP transports)")
+    parser.add_argument("--explorer-prefix", default="/explorer", help="URL prefix of the explorer")
+    parser.add_argument(
+        "--allow-execute", action="store_true", help="let the explorer call tools (a token is needed off loopback)"
+    )
+    parser.add_argument(
+        "--execute-token",
+        default=os.environ.get("APCORE_MCP_EXECUTE_TOKEN"),
+        help="bearer token for explorer calls (default: $APCORE_MCP_EXECUTE_TOKEN, else random off loopback)",
+    )
     return parser
 
 
@@ -122,6 +134,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             json_response=args.json_response,
             allowed_hosts=args.allowed_hosts,
             allowed_origins=args.allowed_origins,
+            metrics=not args.no_metrics,
+            explorer=args.explorer,
+            explorer_prefix=args.explorer_prefix,
+            allow_execute=args.allow_execute,
+            execute_token=args.execute_token,
         )
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)

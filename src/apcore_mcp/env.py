@@ -53,10 +53,19 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("VERSION", "version", _str, "server version reported to clients (default: the package version)"),
     EnvVar("TAGS", "tags", _list, "comma list: serve only modules carrying all these tags"),
     EnvVar("PREFIX", "prefix", _str, "serve only modules whose id starts with this"),
-    EnvVar("HOST", "host", _str, "address the service is bound to: decides Host checking and the token rule "
-           "(default `127.0.0.1`; set `0.0.0.0` in a container)"),
-    EnvVar("ALLOWED_HOSTS", "allowed_hosts", _list, "comma list of extra Host values accepted: `name` (any port), "
-           "`name:port`, `name:*`"),
+    EnvVar(
+        "HOST",
+        "host",
+        _str,
+        "address the service is bound to: decides Host checking and the token rule "
+        "(default `127.0.0.1`; set `0.0.0.0` in a container)",
+    ),
+    EnvVar(
+        "ALLOWED_HOSTS",
+        "allowed_hosts",
+        _list,
+        "comma list of extra Host values accepted: `name` (any port), `name:port`, `name:*`",
+    ),
     EnvVar("ALLOWED_ORIGINS", "allowed_origins", _list, "comma list of extra browser origins accepted"),
     EnvVar("DYNAMIC", "dynamic", _bool, "reflect registry changes live (`listChanged`) (default false)"),
     EnvVar("STATELESS", "stateless", _bool, "Streamable HTTP without sessions, for several replicas (default false)"),
@@ -65,10 +74,16 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("EXPLORER", "explorer", _bool, "serve the browser explorer (default false)"),
     EnvVar("EXPLORER_PREFIX", "explorer_prefix", _str, "URL prefix of the explorer (default `/explorer`)"),
     EnvVar("ALLOW_EXECUTE", "allow_execute", _bool, "let the explorer call tools (default false)"),
-    EnvVar("EXECUTE_TOKEN", "execute_token", _str, "bearer token for explorer calls (16+ chars); when unset and "
-           "the host is not loopback, a random one is made and logged"),
-    EnvVar("SHUTDOWN_TIMEOUT", "shutdown_timeout", _float, "seconds calls in flight get to finish on shutdown "
-           "(default 3)"),
+    EnvVar(
+        "EXECUTE_TOKEN",
+        "execute_token",
+        _str,
+        "bearer token for explorer calls (16+ chars); when unset and "
+        "the host is not loopback, a random one is made and logged",
+    ),
+    EnvVar(
+        "SHUTDOWN_TIMEOUT", "shutdown_timeout", _float, "seconds calls in flight get to finish on shutdown (default 3)"
+    ),
     EnvVar("LOG_LEVEL", "log_level", _str, "`DEBUG`, `INFO`, `WARNING` or `ERROR` (default: logging untouched)"),
 )
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -16,38 +15,21 @@ from apcore_mcp.settings import Settings, configure_logging, normalize_transport
 logger = logging.getLogger(__name__)
 
 
-def build_settings(
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    name: str = "apcore-mcp",
-    version: str | None = None,
-    tags: Sequence[str] | None = None,
-    prefix: str | None = None,
-    log_level: str | None = None,
-    dynamic: bool = False,
-    stateless: bool = False,
-    json_response: bool = False,
-    allowed_hosts: Sequence[str] | None = None,
-    allowed_origins: Sequence[str] | None = None,
-    shutdown_timeout: float = 3.0,
-) -> Settings:
-    """``Settings`` from ``serve()``'s keyword arguments (validated, with the SRS messages)."""
-    return Settings(
-        host=host,
-        port=port,
-        name=name,
-        version=version,
-        tags=tuple(tags) if tags is not None and not isinstance(tags, str) else tags,  # type: ignore[arg-type]
-        prefix=prefix,
-        log_level=log_level,
-        dynamic=dynamic,
-        stateless=stateless,
-        json_response=json_response,
-        allowed_hosts=tuple(allowed_hosts or ()),
-        allowed_origins=tuple(allowed_origins or ()),
-        shutdown_timeout=shutdown_timeout,
-    )
+def build_settings(**options: Any) -> Settings:
+    """``Settings`` from ``serve()``'s keyword arguments (lists accepted where tuples are stored).
+
+    Raises:
+        TypeError: an unknown option.
+        ValueError: an invalid value (the SRS messages).
+    """
+    for name in ("tags", "allowed_hosts", "allowed_origins"):
+        value = options.get(name)
+        if value is not None and not isinstance(value, str):
+            options[name] = tuple(value)
+    for name in ("allowed_hosts", "allowed_origins"):
+        if options.get(name) is None:
+            options.pop(name, None)
+    return Settings(**options)
 
 
 def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any) -> None:
@@ -57,7 +39,8 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
     (``/sse``, deprecated); the HTTP transports serve one app with both endpoints and
     ``/health``. ``options`` are ``Settings`` fields: ``host``, ``port``, ``name``,
     ``version``, ``tags``, ``prefix``, ``log_level``, ``dynamic``, ``stateless``,
-    ``json_response``, ``allowed_hosts``, ``allowed_origins``, ``shutdown_timeout``.
+    ``json_response``, ``allowed_hosts``, ``allowed_origins``, ``shutdown_timeout``,
+    ``metrics``, ``explorer``, ``explorer_prefix``, ``allow_execute``, ``execute_token``.
     ``host``/``port`` are ignored for stdio. SIGINT/SIGTERM stop the server gracefully.
 
     Raises:

@@ -1,0 +1,41 @@
+# apcore-mcp as a container: uvicorn serving app:create_app (settings from APCORE_MCP_* env).
+#
+#   docker build -t apcore-mcp .
+#   docker run --rm -p 127.0.0.1:8000:8000 apcore-mcp
+#
+# Behind a reverse proxy, set FORWARDED_ALLOW_IPS to the proxy's address (uvicorn reads it
+# itself; never "*" while port 8000 is reachable directly) and list the public host name in
+# APCORE_MCP_ALLOWED_HOSTS. See docker-compose.yml and deploy/.
+
+# ---- build: install the package and its pinned dependencies into a virtualenv ----
+FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+COPY constraints.txt pyproject.toml README.md ./
+COPY src/ src/
+RUN pip install --no-cache-dir -c constraints.txt .
+
+# ---- runtime ----
+FROM python:3.11-slim
+RUN groupadd --system --gid 10001 apcore \
+ && useradd --system --uid 10001 --gid apcore --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin apcore
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY app/ app/
+COPY examples/ examples/
+COPY static/ static/
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    APCORE_MCP_HOST=0.0.0.0 \
+    APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions \
+    FORWARDED_ALLOW_IPS=127.0.0.1
+USER 10001:10001
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
+# --forwarded-allow-ips is deliberately absent: uvicorn takes it from $FORWARDED_ALLOW_IPS.
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log"]
