@@ -16,6 +16,8 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY constraints.txt pyproject.toml README.md ./
 COPY src/ src/
+# the wheel force-includes static/explorer.html (pyproject.toml)
+COPY static/ static/
 RUN pip install --no-cache-dir -c constraints.txt .
 
 # ---- runtime ----

@@ -1,0 +1,682 @@
+"""Deployment files: Dockerfile, docker-compose.yml, deploy/ (nginx, Prometheus, Kubernetes).
+
+- Static checks of every file (parsed, not grepped where a parser exists).
+- The Dockerfile's own CMD and ENV, run from the repository root as the image would run them
+  from ``/app``: it serves the example registry and stops promptly on SIGTERM.
+- ``deploy/nginx.conf`` run for real in front of a live server (marker ``nginx``; needs the
+  ``nginx`` binary: ``apt-get install nginx``): Host is forwarded, MCP works over Streamable
+  HTTP and SSE, and ``list_changed`` notifications come through without buffering delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERFILE = REPO / "Dockerfile"
+COMPOSE = REPO / "docker-compose.yml"
+DEPLOY = REPO / "deploy"
+NGINX_CONF = DEPLOY / "nginx.conf"
+KUBERNETES = DEPLOY / "kubernetes"
+EXAMPLE_TOOLS = ["files.purge", "geo.distance", "tasks.schedule", "text.stats"]
+STARTUP_SECONDS = 20
+STOP_SECONDS = 8
+NOTIFY_SECONDS = 2.0
+
+
+# --------------------------------------------------------------------------- Dockerfile parsing
+
+
+@dataclass
+class Instruction:
+    keyword: str
+    args: str
+
+
+@dataclass
+class Stage:
+    base: str
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[str]:
+        return [ins.args for ins in self.instructions if ins.keyword == keyword]
+
+    def last(self, keyword: str) -> str:
+        found = self.all(keyword)
+        assert found, f"Dockerfile: no {keyword} in the final stage"
+        return found[-1]
+
+    def env(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for args in self.all("ENV"):
+            tokens = shlex.split(args)
+            if tokens and "=" not in tokens[0]:  # legacy `ENV KEY value with spaces`
+                values[tokens[0]] = args.split(None, 1)[1]
+                continue
+            for token in tokens:
+                key, _, value = token.partition("=")
+                values[key] = value
+        return values
+
+
+def dockerfile_stages(text: str) -> list[Stage]:
+    """The stages of a Dockerfile: continuations joined, comments dropped."""
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        logical.append(pending + line)
+        pending = ""
+    assert not pending, "Dockerfile ends inside a line continuation"
+    stages: list[Stage] = []
+    for line in logical:
+        keyword, _, args = line.partition(" ")
+        keyword, args = keyword.upper(), args.strip()
+        if keyword == "FROM":
+            stages.append(Stage(base=args.split()[0]))
+        else:
+            assert stages, f"Dockerfile: {keyword} before FROM"
+            stages[-1].instructions.append(Instruction(keyword, args))
+    return stages
+
+
+def exec_form(args: str, what: str) -> list[str]:
+    assert args.startswith("["), f"{what} must be exec form (a JSON array), got: {args}"
+    value = json.loads(args)
+    assert isinstance(value, list), what
+    assert all(isinstance(item, str) for item in value), what
+    return value
+
+
+def final_stage() -> Stage:
+    return dockerfile_stages(DOCKERFILE.read_text())[-1]
+
+
+def option(argv: list[str], name: str) -> str:
+    """The value of ``--name value`` or ``--name=value`` in ``argv``."""
+    for index, arg in enumerate(argv):
+        if arg == name:
+            return argv[index + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    raise AssertionError(f"{name} missing from {argv}")
+
+
+def image_cmd() -> list[str]:
+    return exec_form(final_stage().last("CMD"), "CMD")
+
+
+def healthcheck_cmd() -> list[str]:
+    args = final_stage().last("HEALTHCHECK")
+    head, sep, command = args.partition("CMD ")
+    assert sep, f"HEALTHCHECK without CMD: {args}"
+    assert all(part.startswith("--") for part in head.split()), head
+    return exec_form(command.strip(), "HEALTHCHECK CMD")
+
+
+# --------------------------------------------------------------------------- Dockerfile checks
+
+
+def test_dockerfile_base_is_python_slim_and_installs_with_constraints() -> None:
+    stages = dockerfile_stages(DOCKERFILE.read_text())
+    for stage in stages:
+        assert stage.base.startswith("python:3.11-slim"), stage.base
+    installs = [args for stage in stages for args in stage.all("RUN") if "pip install" in args]
+    assert installs, "no pip install"
+    for args in installs:
+        assert "--no-cache-dir" in args, args
+        assert "-c constraints.txt" in args, args
+    (builder,) = [stage for stage in stages if any("pip install" in args for args in stage.all("RUN"))]
+    copied = {source.rstrip("/") for args in builder.all("COPY") for source in args.split()[:-1]}
+    # what the wheel build reads: the readme named in pyproject.toml, force-included files
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    needed = {"constraints.txt", "pyproject.toml", project["project"]["readme"]}
+    needed |= {path.split("/")[0] for path in [*wheel.get("packages", []), *wheel.get("force-include", {})]}
+    assert needed <= copied, f"not copied into the build stage: {needed - copied}"
+
+
+def test_dockerfile_final_stage_runs_the_app_as_non_root() -> None:
+    stage = final_stage()
+    user = stage.last("USER").split(":")[0]
+    assert user not in ("root", "0"), user
+    assert stage.last("WORKDIR") == "/app"
+    assert "8000" in stage.last("EXPOSE").split()
+    copied = [args.split() for args in stage.all("COPY") if not args.startswith("--from")]
+    sources = {parts[0].rstrip("/") for parts in copied}
+    assert {"app", "examples", "static"} <= sources, sources
+    for source in ("app", "examples", "static"):
+        assert (REPO / source).is_dir(), f"{source}/ is copied but does not exist"
+    env = stage.env()
+    assert env["APCORE_MCP_HOST"] == "0.0.0.0"
+    assert env["APCORE_MCP_EXTENSIONS_DIR"] == "/app/examples/extensions"
+
+
+def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
+    cmd = image_cmd()
+    assert cmd[:3] == ["uvicorn", "app:create_app", "--factory"], cmd
+    assert option(cmd, "--host") == "0.0.0.0"
+    assert option(cmd, "--port") == "8000"
+    assert "--proxy-headers" in cmd
+    assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
+    assert "--no-access-log" in cmd
+    # forwarded headers trusted from the proxy only: never "*"
+    trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
+    env = final_stage().env()
+    trusted += [env[name] for name in ("FORWARDED_ALLOW_IPS", "UVICORN_FORWARDED_ALLOW_IPS") if name in env]
+    for value in trusted:
+        assert "*" not in value, f"forwarded headers trusted from anyone: {value}"
+
+
+def test_dockerfile_healthcheck_uses_python_urllib_on_health() -> None:
+    cmd = healthcheck_cmd()
+    assert cmd[0] in ("python", "python3"), cmd
+    script = " ".join(cmd)
+    assert "urllib" in script
+    assert "/health" in script
+    assert "curl" not in script and "wget" not in script
+
+
+def test_dockerignore_keeps_the_build_context_small() -> None:
+    ignored = {line.strip().rstrip("/") for line in (REPO / ".dockerignore").read_text().splitlines()}
+    for entry in (".venv", ".git", ".cache", "tests"):
+        assert entry in ignored, entry
+    for needed in ("src", "app", "examples", "static", "README.md", "pyproject.toml", "constraints.txt"):
+        assert needed not in ignored, needed
+
+
+# --------------------------------------------------------------------------- compose, Prometheus, nginx, k8s
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_compose_services_publish_on_loopback_only() -> None:
+    services = compose()["services"]
+    assert set(services) == {"apcore-mcp", "nginx", "prometheus"}
+    assert "ports" not in services["apcore-mcp"], "the service is reached through nginx only"
+    published = 0
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            published += 1
+            if isinstance(port, dict):
+                assert port.get("host_ip") == "127.0.0.1", (name, port)
+            else:
+                assert str(port).startswith("127.0.0.1:"), (name, port)
+    assert published == 2
+    assert "127.0.0.1:8080:80" in services["nginx"]["ports"]
+    assert "127.0.0.1:9090:9090" in services["prometheus"]["ports"]
+
+
+def test_compose_wires_nginx_prometheus_and_trusted_proxy() -> None:
+    doc = compose()
+    services = doc["services"]
+    app = services["apcore-mcp"]
+    assert app["build"] == "."
+    env = app["environment"]
+    assert env["APCORE_MCP_HOST"] == "0.0.0.0"
+    allowed = [host.strip() for host in env["APCORE_MCP_ALLOWED_HOSTS"].split(",")]
+    assert "apcore-mcp" in allowed, "Prometheus scrapes with Host apcore-mcp:8000"
+    nginx_networks = services["nginx"]["networks"]
+    nginx_ips = {net["ipv4_address"] for net in nginx_networks.values() if net and "ipv4_address" in net}
+    assert env["FORWARDED_ALLOW_IPS"] in nginx_ips, "trust forwarded headers from nginx only"
+    assert services["nginx"]["image"].startswith("nginx:1.27-alpine")
+    assert services["prometheus"]["image"].startswith("prom/prometheus")
+    mounts = {
+        name: [volume.split(":")[0] for volume in service.get("volumes", [])] for name, service in services.items()
+    }
+    assert "./deploy/nginx.conf" in mounts["nginx"]
+    assert "./deploy/prometheus.yml" in mounts["prometheus"]
+
+
+def test_prometheus_scrapes_the_service_every_15s() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
+    (job,) = [job for job in config["scrape_configs"] if job["job_name"] == "apcore-mcp"]
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+    assert job.get("scrape_interval", config["global"]["scrape_interval"]) == "15s"
+    targets = [target for group in job["static_configs"] for target in group["targets"]]
+    assert targets == ["apcore-mcp:8000"]
+
+
+def nginx_locations(conf: str) -> dict[str, list[str]]:
+    """``location`` arguments -> the directives inside that block (one level, comments dropped)."""
+    locations: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in conf.splitlines():
+        line = raw.split("#")[0].strip()
+        if line.startswith("location ") and line.endswith("{"):
+            current = locations.setdefault(line[len("location ") : -1].strip(), [])
+        elif line == "}":
+            current = None
+        elif current is not None and line:
+            current.append(line)
+    return locations
+
+
+def nginx_location_for(locations: dict[str, list[str]], path: str) -> str:
+    """Which location nginx picks for ``path``: exact, else first matching regex, else longest prefix."""
+    if f"= {path}" in locations:
+        return f"= {path}"
+    for key in locations:
+        if key.startswith("~ ") and re.search(key[2:], path):
+            return key
+    prefixes = [key for key in locations if not key.startswith(("~", "=")) and path.startswith(key)]
+    assert prefixes, f"no location for {path}"
+    return max(prefixes, key=len)
+
+
+def test_nginx_conf_is_substitutable_and_unbuffered_for_mcp() -> None:
+    conf = NGINX_CONF.read_text()
+    assert conf.count("apcore-mcp:8000") == 1
+    assert conf.count("listen 80;") == 1
+    directives = [line.split("#")[0].strip() for line in conf.splitlines()]
+    # left to the command line (`-g`), else the tests' and the image's `-g` would clash
+    assert not [d for d in directives if d.startswith(("pid ", "daemon ", "user "))]
+    for line in directives:
+        if "_temp_path" in line:
+            assert not line.split()[1].startswith("/"), f"temp path must be relative to the prefix: {line}"
+    locations = nginx_locations(conf)
+    proxied = (
+        "proxy_pass http://apcore_mcp;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        "proxy_set_header Host $host;",
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+        "proxy_set_header X-Forwarded-Proto $scheme;",
+    )
+    streaming = ("proxy_buffering off;", "proxy_cache off;", "gzip off;", "proxy_read_timeout 3600s;")
+    for path in ("/mcp", "/sse", "/messages/"):
+        block = locations[nginx_location_for(locations, path)]
+        for needed in proxied + streaming:
+            assert needed in block, f"{path}: {needed}"
+    for path in ("/health", "/ready", "/openai/tools", "/explorer/"):
+        block = locations[nginx_location_for(locations, path)]
+        for needed in proxied:
+            assert needed in block, f"{path}: {needed}"
+    assert nginx_location_for(locations, "/metrics") == "= /metrics"
+
+
+def test_kubernetes_manifests() -> None:
+    deployment = yaml.safe_load((KUBERNETES / "deployment.yaml").read_text())
+    service = yaml.safe_load((KUBERNETES / "service.yaml").read_text())
+    assert (KUBERNETES / "README.md").is_file()
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["APCORE_MCP_STATELESS"] == "true"
+    assert "*" not in env.get("FORWARDED_ALLOW_IPS", "")
+    for probe, path in (("livenessProbe", "/health"), ("readinessProbe", "/ready")):
+        get = container[probe]["httpGet"]
+        assert get["path"] == path
+        # the kubelet sends the pod IP as Host, which the service would answer with 421
+        hosts = {header["value"] for header in get.get("httpHeaders", []) if header["name"].lower() == "host"}
+        assert hosts == {"localhost"}, probe
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert str(pod["securityContext"]["runAsUser"]) == final_stage().last("USER").split(":")[0]
+    assert container["resources"]["limits"] and container["resources"]["requests"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert service["spec"]["ports"][0]["port"] == 8000
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without settings that would leak into a child server."""
+    leaky = ("APCORE_MCP_", "FORWARDED_ALLOW_IPS", "UVICORN_")
+    return {key: value for key, value in os.environ.items() if not key.startswith(leaky)}
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], log: Path, *, env: dict[str, str], cwd: Path = REPO) -> Iterator[subprocess.Popen[bytes]]:
+    """``cmd`` as a child process (output to ``log``), stopped by PID on the way out."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+
+
+def wait_ok(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = STARTUP_SECONDS) -> httpx.Response:
+    """Poll ``url`` until it answers 200; fail early if the process dies."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args[0]} exited with {proc.returncode} before {url} answered:\n{log_tail(log)}")
+        try:
+            response = httpx.get(url, timeout=1.0)
+            if response.status_code == 200:
+                return response
+            last = response.status_code
+        except httpx.HTTPError as exc:
+            last = exc
+        time.sleep(0.1)
+    pytest.fail(f"{url} not 200 within {timeout}s (last: {last!r}):\n{log_tail(log)}")
+
+
+def image_command(port: int) -> list[str]:
+    """The Dockerfile's CMD, bound to 127.0.0.1:``port``, with this venv's executables."""
+    cmd = image_cmd()
+    cmd[cmd.index("--host") + 1] = "127.0.0.1"
+    cmd[cmd.index("--port") + 1] = str(port)
+    executable = shutil.which(cmd[0], path=str(Path(sys.executable).parent))
+    assert executable, f"{cmd[0]} not installed in {Path(sys.executable).parent}"
+    return [executable, *cmd[1:]]
+
+
+def image_env() -> dict[str, str]:
+    """The Dockerfile's ENV, with the image's WORKDIR (/app) mapped to the repository root."""
+    stage = final_stage()
+    workdir = stage.last("WORKDIR").rstrip("/")
+    env = clean_env()
+    for key, value in stage.env().items():
+        if key == "PATH":
+            continue
+        env[key] = str(REPO) + value[len(workdir) :] if value.startswith(workdir + "/") else value
+    return env
+
+
+async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> float | None:
+    """Seconds until ``proc`` exits, or None if it is still running after ``timeout``."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if proc.poll() is not None:
+            return time.monotonic() - start
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def test_image_command_serves_examples_and_stops_on_sigterm(tmp_path: Path) -> None:
+    assert (REPO / "app" / "__init__.py").is_file(), "app/ (the uvicorn factory) does not exist yet"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "uvicorn.log"
+    with running(image_command(port), log, env=image_env()) as proc:
+        health = wait_ok(f"{url}/health", proc, log).json()
+        assert health["status"] == "ok"
+        assert health["module_count"] == len(EXAMPLE_TOOLS)
+
+        # the image's HEALTHCHECK, pointed at this port
+        check = [arg.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for arg in healthcheck_cmd()]
+        assert check != healthcheck_cmd(), "HEALTHCHECK does not target 127.0.0.1:8000"
+        check[0] = sys.executable
+        assert subprocess.run(check, timeout=10, capture_output=True).returncode == 0
+
+        async with Client(f"{url}/mcp", mode="legacy") as client:
+            names = sorted(tool.name for tool in (await client.list_tools()).tools)
+        assert names == EXAMPLE_TOOLS
+
+        # SIGTERM while a client holds its session (GET /mcp stream) and a legacy SSE stream is
+        # open: long-lived streams must not hold the stop up (docker stop kills after 10 s).
+        stack = contextlib.AsyncExitStack()
+        try:
+            client = await stack.enter_async_context(Client(f"{url}/mcp", mode="legacy"))
+            await client.list_tools()
+            http = await stack.enter_async_context(httpx.AsyncClient(timeout=5))
+            sse = await stack.enter_async_context(http.stream("GET", f"{url}/sse"))
+            assert sse.status_code == 200
+            proc.send_signal(signal.SIGTERM)
+            stopped_after = await wait_exit(proc, STOP_SECONDS)
+        finally:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+        assert stopped_after is not None, f"still running {STOP_SECONDS}s after SIGTERM:\n{log_tail(log)}"
+        assert proc.returncode in (0, -signal.SIGTERM), log_tail(log)
+        assert "Application shutdown complete" in log.read_text(), log_tail(log)
+
+
+# --------------------------------------------------------------------------- real nginx
+
+SERVER_SCRIPT = '''
+"""A live-changing registry served by apcore_mcp.create_app under uvicorn."""
+
+import sys
+
+import uvicorn
+from apcore import Registry
+from pydantic import BaseModel
+
+import apcore_mcp
+
+
+class EchoIn(BaseModel):
+    text: str
+
+
+class EchoOut(BaseModel):
+    echo: str
+
+
+class Echo:
+    description = "Echo the text back"
+    input_schema = EchoIn
+    output_schema = EchoOut
+
+    def execute(self, inputs, context):
+        return {"echo": inputs["text"]}
+
+
+class AddIn(BaseModel):
+    name: str = "util.added"
+
+
+class AddOut(BaseModel):
+    added: str
+
+
+class Add:
+    description = "Register a new echo module under the given id"
+    input_schema = AddIn
+    output_schema = AddOut
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def execute(self, inputs, context):
+        self.registry.register(inputs["name"], Echo())
+        return {"added": inputs["name"]}
+
+
+def main():
+    port = int(sys.argv[1])
+    registry = Registry()
+    registry.register("util.echo", Echo())
+    registry.register("util.add", Add(registry))
+    settings = apcore_mcp.Settings(dynamic=True, allowed_hosts=("mcp.example.test",))
+    app = apcore_mcp.create_app(registry, settings)
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
+        timeout_graceful_shutdown=5, access_log=False,
+    )
+
+
+main()
+'''
+
+
+def nginx_binary() -> str:
+    path = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if path is None:
+        pytest.fail("nginx is not installed: apt-get install -y nginx (CI installs it)")
+    return path
+
+
+@dataclass
+class Proxied:
+    url: str  # nginx
+    upstream: str  # the server behind it
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
+    """The live server behind deploy/nginx.conf, both on free 127.0.0.1 ports."""
+    nginx = nginx_binary()
+    tmp = tmp_path_factory.mktemp("nginx")
+    script = tmp / "server.py"
+    script.write_text(textwrap.dedent(SERVER_SCRIPT))
+    upstream_port, nginx_port = free_port(), free_port()
+    conf = NGINX_CONF.read_text()
+    assert "apcore-mcp:8000" in conf and "listen 80;" in conf
+    conf = conf.replace("apcore-mcp:8000", f"127.0.0.1:{upstream_port}")
+    conf = conf.replace("listen 80;", f"listen 127.0.0.1:{nginx_port};")
+    prefix = tmp / "prefix"
+    prefix.mkdir()
+    (prefix / "nginx.conf").write_text(conf)
+    nginx_cmd = [
+        nginx, "-e", "stderr", "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf"),
+        "-g", f"daemon off; pid {prefix}/nginx.pid;",
+    ]  # fmt: skip
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    url = f"http://127.0.0.1:{nginx_port}"
+    server_log, nginx_log = tmp / "server.log", tmp / "nginx.log"
+    with running([sys.executable, str(script), str(upstream_port)], server_log, env=clean_env()) as server:
+        wait_ok(f"{upstream}/health", server, server_log)
+        with running(nginx_cmd, nginx_log, env=clean_env()) as proxy:
+            wait_ok(f"{url}/health", proxy, nginx_log)
+            yield Proxied(url, upstream)
+
+
+@dataclass
+class Inbox:
+    """Notifications a client received, with their arrival times."""
+
+    arrivals: list[tuple[str, float]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handler(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and method.startswith("notifications/"):
+            self.arrivals.append((method, time.monotonic()))
+            self.arrived.set()
+
+    async def wait_for(self, method: str, timeout: float = 5.0) -> float:
+        """The arrival time of ``method``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for name, at in self.arrivals:
+                        if name == method:
+                            return at
+                    self.arrived.clear()
+                    await self.arrived.wait()
+        except TimeoutError:
+            pytest.fail(f"{method} did not arrive within {timeout}s (buffered by the proxy?)")
+
+
+def tool_result(result: Any) -> tuple[dict[str, Any], bool]:
+    return json.loads(result.content[0].text), bool(result.is_error)
+
+
+@pytest.mark.nginx
+def test_nginx_forwards_host_to_the_allow_list(proxied: Proxied) -> None:
+    # nginx passes the client's Host: the service's allow-list decides (421 otherwise)
+    allowed = httpx.get(f"{proxied.url}/health", headers={"Host": "mcp.example.test"}, timeout=5)
+    assert allowed.status_code == 200
+    assert allowed.json()["status"] == "ok"
+    rejected = httpx.get(f"{proxied.url}/health", headers={"Host": "evil.example"}, timeout=5)
+    assert rejected.status_code == 421
+    rejected_mcp = httpx.post(
+        f"{proxied.url}/mcp",
+        headers={"Host": "evil.example", "Content-Type": "application/json"},
+        content=b"{}",
+        timeout=5,
+    )
+    assert rejected_mcp.status_code == 421
+    # metrics stay internal: Prometheus scrapes the service directly
+    assert httpx.get(f"{proxied.url}/metrics", timeout=5).status_code == 404
+    assert httpx.get(f"{proxied.upstream}/metrics", timeout=5).status_code == 200
+
+
+@pytest.mark.nginx
+async def test_streamable_http_through_nginx_with_live_list_changed(proxied: Proxied) -> None:
+    inbox = Inbox()
+    async with Client(f"{proxied.url}/mcp", mode="legacy", message_handler=inbox.handler, cache=None) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"util.echo", "util.add"} <= names
+        assert tool_result(await client.call_tool("util.echo", {"text": "hi"})) == ({"echo": "hi"}, False)
+
+        assert tool_result(await client.call_tool("util.add", {"name": "util.added"})) == (
+            {"added": "util.added"}, False,
+        )  # fmt: skip
+        returned = time.monotonic()
+        arrived = await inbox.wait_for("notifications/tools/list_changed")
+        assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "util.added" in names
+        assert tool_result(await client.call_tool("util.added", {"text": "new"})) == ({"echo": "new"}, False)
+
+
+@pytest.mark.nginx
+async def test_sse_through_nginx_with_live_list_changed(proxied: Proxied) -> None:
+    inbox = Inbox()
+    async with (
+        sse_client(f"{proxied.url}/sse") as (read, write),
+        ClientSession(read, write, message_handler=inbox.handler) as session,
+    ):
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"util.echo", "util.add"} <= names
+        assert tool_result(await session.call_tool("util.echo", {"text": "hi"})) == ({"echo": "hi"}, False)
+
+        assert tool_result(await session.call_tool("util.add", {"name": "util.added_sse"})) == (
+            {"added": "util.added_sse"}, False,
+        )  # fmt: skip
+        returned = time.monotonic()
+        arrived = await inbox.wait_for("notifications/tools/list_changed")
+        assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert "util.added_sse" in names
