@@ -299,6 +299,54 @@ async def test_sigterm_lets_the_call_in_flight_finish(http_process: tuple[subpro
     assert time.monotonic() - started < 5
 
 
+async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) -> None:
+    """``uvicorn app:create_app --factory`` (the container's command) drains calls too."""
+    port = free_port()
+    env = {**os.environ, "APCORE_MCP_EXTENSIONS_DIR": str(extensions)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app:create_app",
+            "--factory",
+            "--port",
+            str(port),
+            "--timeout-graceful-shutdown",
+            "5",
+            "--no-access-log",
+        ],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        async with Client(f"{url}/mcp", mode="legacy") as client:
+            await client.list_tools()
+            threading.Timer(0.5, proc.send_signal, args=(signal.SIGTERM,)).start()
+            result = await client.call_tool("util.nap", {"seconds": 1.5})
+            answered = time.monotonic()
+        assert json.loads(result.content[0].text) == {"slept": 1.5}
+        proc.wait(8)
+        assert time.monotonic() - answered < 3  # open streams were ended, not left to time out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
 async def test_mcp_server_in_background_thread() -> None:
     server = MCPServer(make_executor(), transport="streamable-http", port=0, dynamic=True)
     server.start()

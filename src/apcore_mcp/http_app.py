@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
@@ -23,6 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.drain import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.explorer import execute_token, explorer_routes
 from apcore_mcp.metrics import Metrics, StreamCounter
 from apcore_mcp.openai_tools import check_filters, select_records, tools_from_records
@@ -73,16 +75,21 @@ def create_app(
     )
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
 
+    take_over_stream_draining()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
+        async with manager.run(), anyio.create_task_group() as background:
             bridge.notifier.bind(asyncio.get_running_loop())
+            background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout)
             app.state.ready = True
             try:
                 yield
             finally:
                 app.state.ready = False
+                background.cancel_scope.cancel()
                 bridge.close()
+                reset_streams()
 
     def streams(app: ASGIApp, route: str) -> ASGIApp:
         return StreamCounter(app, metrics.open_streams, route)

@@ -19,11 +19,12 @@ from mcp.server.stdio import stdio_server
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
+from apcore_mcp.drain import drain
 
 logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# After in-flight calls drain, how long open streams (SSE, GET /mcp) get to close by themselves.
+# After in-flight calls drain and streams are told to end, how long they get to close.
 STREAM_CLOSE_SECONDS = 1
 
 
@@ -88,10 +89,7 @@ class HttpServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()
-        if self.router.in_flight:
-            logger.info("Waiting up to %.1fs for %d call(s) in flight", self.drain_seconds, self.router.in_flight)
-            with anyio.move_on_after(self.drain_seconds):
-                await self.router.wait_idle()
+        await drain(self.router, self.drain_seconds)
         await super().shutdown(sockets)
 
 

@@ -1,0 +1,61 @@
+"""Graceful shutdown under any uvicorn: let calls in flight answer, then end the event streams.
+
+The SDK's SSE responses come from sse-starlette, which by default ends *every* event stream
+the moment uvicorn sees a stop signal, including the POST streams that are about to carry
+the replies of calls in flight. We turn that off and end the streams ourselves once the
+calls have finished (or ``shutdown_timeout`` passed). This works for ``uvicorn app:create_app
+--factory`` (the server is found through its signal handler, as sse-starlette does) and for
+our own ``HttpServer``, which calls ``end_streams()`` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any
+
+import anyio
+from sse_starlette.sse import AppStatus
+
+from apcore_mcp.calls import CallRouter
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.2
+
+
+def take_over_stream_draining() -> None:
+    """Stop sse-starlette from ending streams at the first signal (process-wide)."""
+    AppStatus.enable_automatic_graceful_drain = False
+
+
+def end_streams() -> None:
+    """Ask every open event stream in this process to finish now."""
+    AppStatus.should_exit = True
+
+
+def reset_streams() -> None:
+    """Undo ``end_streams()`` so a later server in the same process streams normally."""
+    AppStatus.should_exit = False
+
+
+def _signalled_uvicorn() -> Any | None:
+    handler = signal.getsignal(signal.SIGTERM)
+    server = getattr(handler, "__self__", None)
+    return server if getattr(server, "should_exit", False) else None
+
+
+async def drain_when_stopping(router: CallRouter, limit_seconds: float) -> None:
+    """Run for the app's life: once uvicorn is stopping, wait for calls, then end streams."""
+    while _signalled_uvicorn() is None:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+        await anyio.sleep(POLL_SECONDS)
+    await drain(router, limit_seconds)
+
+
+async def drain(router: CallRouter, limit_seconds: float) -> None:
+    """Wait (at most ``limit_seconds``) for calls in flight, then end every event stream."""
+    if router.in_flight:
+        logger.info("Waiting up to %.1fs for %d call(s) in flight", limit_seconds, router.in_flight)
+        with anyio.move_on_after(limit_seconds):
+            await router.wait_idle()
+    end_streams()
