@@ -21,7 +21,20 @@ INIT = {
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-ROUTES = [("GET", "/health"), ("POST", "/mcp"), ("GET", "/sse"), ("POST", "/messages/?session_id=x")]
+ROUTES = [
+    ("GET", "/health"),
+    ("GET", "/ready"),
+    ("GET", "/metrics"),
+    ("GET", "/openai/tools"),
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("GET", "/sse"),
+    ("POST", "/messages/?session_id=x"),
+    ("GET", "/explorer/"),
+    ("GET", "/explorer/tools"),
+    ("POST", "/explorer/tools/demo.echo/call"),
+    ("GET", "/no/such/route"),
+]
 
 
 async def test_health_reports_modules_and_uptime() -> None:
@@ -47,7 +60,8 @@ async def test_post_mcp_is_served_without_redirect() -> None:
 @pytest.mark.parametrize(("method", "path"), ROUTES)
 @pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
 async def test_foreign_host_and_origin_are_refused_on_every_route(bind: str, method: str, path: str) -> None:
-    bridge = Bridge.build(make_executor(), Settings(host=bind, allowed_hosts=("mcp.example.com",)))
+    settings = Settings(host=bind, allowed_hosts=("mcp.example.com",), explorer=True, allow_execute=True)
+    bridge = Bridge.build(make_executor(), settings)
     async with running_http(bridge) as url, httpx.AsyncClient() as http:
         bad_host = await http.request(method, f"{url}{path}", headers={"Host": "evil.example", **MCP_HEADERS})
         bad_origin = await http.request(

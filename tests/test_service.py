@@ -313,3 +313,20 @@ def test_a_wrong_env_setting_is_named(environ: dict[str, str], message: str) -> 
 
 def test_readme_documents_every_setting() -> None:
     assert settings_table() in README.read_text()
+
+
+def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app
+
+    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
+    monkeypatch.setenv("APCORE_MCP_ALLOW_EXECUTE", "perhaps")
+    with pytest.raises(app.SettingsError, match="APCORE_MCP_ALLOW_EXECUTE: expected true or false"):
+        app.create_app()
+    monkeypatch.setenv("APCORE_MCP_ALLOW_EXECUTE", "false")
+    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", "/no/such/dir")
+    with pytest.raises(app.SettingsError, match="APCORE_MCP_EXTENSIONS_DIR: not a directory"):
+        app.create_app()
+    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
+    served = app.create_app()
+    assert len(served.state.bridge.catalog) == 4
+    served.state.bridge.close()
