@@ -1,0 +1,5 @@
+"""``python -m bench``."""
+
+from bench.run import main
+
+main()

@@ -1,0 +1,129 @@
+"""``python -m bench``: run the workloads, print one table, write ``bench/results/latest.json``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import BENCH_DIR, ensure_ref_venv, machine_info
+from bench.workloads import WORKLOADS, Config
+
+RESULTS = BENCH_DIR / "results" / "latest.json"
+
+
+def make_config(workdir: Path, *, quick: bool, include_reference: bool, log: Path | None) -> Config:
+    if quick:
+        return Config(
+            workdir=workdir,
+            sizes=(10, 100),
+            include_reference=include_reference,
+            reps=2,
+            calls=300,
+            roundtrip_calls=100,
+            duration=2.0,
+            client_counts=(1, 10),
+            startup_reps=1,
+            log=log,
+        )
+    return Config(workdir=workdir, include_reference=include_reference, log=log)
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        return f"{value:.3g}" if abs(value) >= 0.01 else f"{value:.4f}"
+    return str(value)
+
+
+def render_table(rows: list[dict[str, Any]]) -> str:
+    header = ["workload", "metric", "unit", "ours", "reference(s)", "ratio (ours/ref)", "target met?"]
+    lines = []
+    for r in rows:
+        refs = "; ".join(f"{name} {_num(v)}" for name, v in r["references"].items())
+        ratios = "; ".join(f"{_num(v)}x {name}" for name, v in r["ratio"].items() if v is not None)
+        verdict = ("yes" if r["met"] else "NO") + f" ({r['target']})" if r["target"] else ""
+        lines.append([r["workload"], r["metric"], r["unit"], _num(r["ours"]), refs or "-", ratios or "-", verdict])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=False)]
+    out = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))]
+    out.append("-+-".join("-" * w for w in widths))
+    out += [" | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=False)) for line in lines]
+    return "\n".join(out)
+
+
+def run(only: list[str] | None, *, quick: bool, include_reference: bool, output: Path, verbose: bool) -> dict[str, Any]:
+    if include_reference:
+        ensure_ref_venv()
+    started = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="apcore-mcp-bench-") as tmp:
+        workdir = Path(tmp)
+        log = workdir / "servers.log"
+        cfg = make_config(workdir, quick=quick, include_reference=include_reference, log=log)
+        for name, workload in WORKLOADS.items():
+            if only and name not in only:
+                continue
+            t0 = time.monotonic()
+            if verbose:
+                print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+            rows += workload(cfg)
+            timings[name] = round(time.monotonic() - t0, 1)
+        server_log = log.read_text(errors="replace")[-20000:] if log.exists() else ""
+    report = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "quick": quick,
+        "machine": machine_info(),
+        "config": {
+            "sizes": list(cfg.sizes),
+            "duration_s": cfg.duration,
+            "client_counts": list(cfg.client_counts),
+            "calls": cfg.calls,
+            "reps": cfg.reps,
+        },
+        "seconds": {**timings, "total": round(time.monotonic() - started, 1)},
+        "rows": rows,
+        "server_log_tail": server_log,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2, default=str))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, short durations")
+    parser.add_argument(
+        "--only", action="append", choices=sorted(WORKLOADS), metavar="WORKLOAD", help=f"one of {sorted(WORKLOADS)}"
+    )
+    parser.add_argument("--no-reference", action="store_true", help="skip apcore-mcp 0.23.3 (no venv, no download)")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="JSON output path")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    report = run(
+        args.only, quick=args.quick, include_reference=not args.no_reference, output=args.output, verbose=not args.quiet
+    )
+    print(render_table(report["rows"]))
+    machine = report["machine"]
+    print(
+        f"\n{machine['cpu_model']}, {machine['cores']} cores, Python {machine['python']}; "
+        f"{report['seconds']['total']} s; JSON: {args.output}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The benchmark suite cannot rot: every workload once, at the tiniest size, without the reference.
+
+Not a performance test: it asserts the rows have their keys, sane positive numbers, and that no
+reply was lost or misrouted. Bounded to about a minute.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.run import render_table
+from bench.workloads import WORKLOADS, Config
+
+ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details"}
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
+    return Config(
+        workdir=tmp_path_factory.mktemp("bench"),
+        sizes=(2, 4),
+        include_reference=False,
+        reps=1,
+        calls=20,
+        roundtrip_calls=10,
+        duration=1.0,
+        client_counts=(2,),
+        servers=("ours", "bare+executor"),
+        startup_reps=1,
+        call_timeout=5.0,
+    )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_runs(config: Config, name: str) -> None:
+    if name == "startup":
+        config.sizes = (2,)
+    rows = WORKLOADS[name](config)
+    assert rows
+    for row in rows:
+        assert set(row) == ROW_KEYS, row
+        ours = row["ours"]
+        assert isinstance(ours, float | int) and math.isfinite(ours), row
+        if row["unit"] == "count":
+            assert ours == 0, row["details"]  # no errors, lost or misrouted replies
+        else:
+            assert ours > 0, row
+        for value in row["references"].values():
+            assert value is None or value >= 0, row
+    if name == "throughput":
+        for row in rows:
+            if row["unit"] == "count":
+                for server in ("ours", "bare+executor"):
+                    figures = row["details"][server]
+                    assert figures["lost"] == 0 and figures["misrouted"] == 0, figures
+    assert render_table(rows)
