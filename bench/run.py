@@ -27,6 +27,7 @@ def make_config(workdir: Path, *, quick: bool, include_reference: bool, log: Pat
             calls=300,
             roundtrip_calls=100,
             duration=2.0,
+            throughput_rounds=2,
             client_counts=(1, 10),
             startup_reps=1,
             log=log,
@@ -90,6 +91,7 @@ def run(only: list[str] | None, *, quick: bool, include_reference: bool, output:
         "config": {
             "sizes": list(cfg.sizes),
             "duration_s": cfg.duration,
+            "throughput_rounds": cfg.throughput_rounds,
             "client_counts": list(cfg.client_counts),
             "calls": cfg.calls,
             "reps": cfg.reps,

@@ -23,6 +23,7 @@ ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
     return Config(
+        throughput_rounds=1,
         workdir=tmp_path_factory.mktemp("bench"),
         sizes=(2, 4),
         include_reference=False,

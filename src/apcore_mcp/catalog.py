@@ -38,6 +38,8 @@ class ToolCatalog:
         self._mcp_tools: list[types.Tool] = []
         self._listeners: list[ChangeListener] = []
         self._watching = False
+        self.generation = 0
+        """Bumped on every change: a cache of anything derived from the snapshot keys on it."""
 
     # -- reading -----------------------------------------------------------------------
 
@@ -79,6 +81,7 @@ class ToolCatalog:
     def _publish_locked(self) -> None:
         self._snapshot = tuple(self._records[name] for name in sorted(self._records))
         self._mcp_tools = [record.mcp_tool for record in self._snapshot]
+        self.generation += 1
 
     # -- live updates ------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
@@ -37,6 +38,32 @@ class ApcoreServer(Server[Any]):
         if notification_options is None:
             notification_options = NotificationOptions(tools_changed=self.live, resources_changed=self.live)
         return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+
+
+class ToolListCache:
+    """Server middleware answering ``tools/list`` from the previous answer while nothing changed.
+
+    The SDK validates and serializes the whole result on every request (about 70 ms for
+    1,000 tools); the answer depends only on the catalog and the protocol version, so the
+    wire dict the SDK produced is kept per version and reused until the catalog changes.
+    """
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self._catalog = catalog
+        self._answers: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "tools/list" or (ctx.params or {}).get("cursor") is not None:
+            return await call_next(ctx)
+        generation = self._catalog.generation
+        cached = self._answers.get(ctx.protocol_version)
+        if cached is not None and cached[0] == generation:
+            return dict(cached[1])
+        result = await call_next(ctx)
+        if isinstance(result, dict) and generation == self._catalog.generation:
+            self._answers[ctx.protocol_version] = (generation, result)
+            return dict(result)
+        return result
 
 
 def build_server(
@@ -77,6 +104,7 @@ def build_server(
         on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
     )
     server.middleware.append(notifier)
+    server.middleware.append(ToolListCache(catalog))
     return server
 
 

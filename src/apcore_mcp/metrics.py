@@ -6,7 +6,7 @@ id, token or client address ever becomes a label.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -28,6 +28,7 @@ class Metrics:
     def __init__(self, bridge: Bridge) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._catalog = bridge.catalog
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.calls = Counter(
             "apcore_mcp_tool_calls",
             "Tool calls by tool and outcome (ok, or the error kind)",
@@ -63,8 +64,15 @@ class Metrics:
 
     def observe_call(self, outcome: CallOutcome, seconds: float) -> None:
         tool = outcome.tool if self._catalog.get(outcome.tool) is not None else UNKNOWN_TOOL
-        self.calls.labels(tool=tool, outcome="ok" if outcome.error is None else outcome.error.kind).inc()
-        self.duration.labels(tool=tool).observe(seconds)
+        kind = "ok" if outcome.error is None else outcome.error.kind
+        children = self._children.get((tool, kind))
+        if children is None:
+            children = self._children[(tool, kind)] = (
+                self.calls.labels(tool=tool, outcome=kind),
+                self.duration.labels(tool=tool),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def reject(self, reason: str) -> None:
         self.rejected.labels(reason=reason).inc()
