@@ -117,3 +117,27 @@ async def test_call_errors_are_logged_server_side(caplog) -> None:  # type: igno
     invalid = next(r for r in records if r.levelno == logging.ERROR and "demo.echo" in r.getMessage())
     assert invalid.getMessage().startswith("Tool call error: demo.echo - SchemaValidationError")
     assert invalid.exc_info is None
+
+
+async def test_tools_list_is_served_from_cache_until_the_catalog_changes() -> None:
+    registry = make_registry()
+    bridge = Bridge.build(registry, Settings(dynamic=True))
+    handler_calls = 0
+    render = bridge.catalog.mcp_tools
+
+    def counted() -> list:  # type: ignore[type-arg]
+        nonlocal handler_calls
+        handler_calls += 1
+        return render()
+
+    bridge.catalog.mcp_tools = counted  # type: ignore[method-assign]
+    for mode in ("legacy", "auto"):
+        async with Client(bridge.server, mode=mode, cache=None) as client:
+            for _ in range(3):
+                assert len((await client.list_tools()).tools) == 9
+    assert handler_calls == 2  # once per protocol version
+    registry.register("demo.fresh", Echo())
+    async with Client(bridge.server, mode="legacy") as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+    assert "demo.fresh" in names and handler_calls == 3
+    bridge.close()
