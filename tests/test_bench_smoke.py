@@ -51,7 +51,7 @@ def test_workload_runs(config: Config, name: str) -> None:
         assert isinstance(ours, float | int) and math.isfinite(ours), row
         if row["unit"] == "count":
             assert ours == 0, row["details"]  # no errors, lost or misrouted replies
-        else:
+        elif "beyond" not in row["metric"]:  # a difference of two timings may be <= 0 in a tiny run
             assert ours > 0, row
         for value in row["references"].values():
             assert value is None or value >= 0, row

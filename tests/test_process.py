@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -209,10 +210,28 @@ def _rpc(message_id: int | None, method: str, params: dict | None = None) -> str
     return json.dumps(message) + "\n"
 
 
+INITIALIZE_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+def _readline(stream: IO[str], timeout: float) -> str:
+    """One line from a child's pipe, failing the test instead of hanging when none comes."""
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert box, f"no line within {timeout} s"
+    return box[0]
+
+
+def _wait_for_line(stream: IO[str], text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (line := _readline(stream, max(deadline - time.monotonic(), 0.1))):
+        assert line, f"stream ended before {text!r}"
+
+
 def test_stdio_stdout_carries_only_json_rpc(extensions: Path) -> None:
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     script = (
-        _rpc(1, "initialize", init)
+        _rpc(1, "initialize", INITIALIZE_PARAMS)
         + _rpc(None, "notifications/initialized")
         + _rpc(2, "tools/list", {})
         + _rpc(3, "tools/call", {"name": "util.noisy", "arguments": {}})
@@ -249,8 +268,13 @@ def test_stdio_stops_cleanly_on_signal(extensions: Path, sig: signal.Signals) ->
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
-        time.sleep(1.0)
+        # Signal a server that is up: it has answered the handshake and logged that it started.
+        proc.stdin.write(_rpc(1, "initialize", INITIALIZE_PARAMS))
+        proc.stdin.flush()
+        assert json.loads(_readline(proc.stdout, timeout=10))["id"] == 1
+        _wait_for_line(proc.stderr, "apcore-mcp server started", timeout=10)
         started = time.monotonic()
         proc.send_signal(sig)
         proc.wait(8)

@@ -33,7 +33,9 @@ COMBINATIONS = list(itertools.product([False, True], [False, True], [None, ["pub
 
 
 @pytest.mark.parametrize(("strict", "embed", "tags", "prefix"), COMBINATIONS)
-async def test_openai_route_equals_to_openai_tools(strict: bool, embed: bool, tags: list[str] | None, prefix: str | None) -> None:
+async def test_openai_route_equals_to_openai_tools(
+    strict: bool, embed: bool, tags: list[str] | None, prefix: str | None
+) -> None:
     executor = make_executor()
     params: list[tuple[str, str]] = [("strict", str(strict).lower()), ("embed_annotations", "1" if embed else "0")]
     params += [("tags", tag) for tag in tags or []]
@@ -120,8 +122,19 @@ async def test_metrics_after_real_calls_and_back_to_idle() -> None:
     assert after[("apcore_mcp_rejected_requests_total", (("reason", "host"),))] == 1
     assert after[("apcore_mcp_rejected_requests_total", (("reason", "origin"),))] == 1
     label_values = {value for _, labels in after for _, value in labels}
-    assert label_values <= {"ok", "invalid_input", "internal", "not_found", "demo.echo", "demo.boom", "_unknown",
-                            "host", "origin", "/mcp", "/sse"} | {str(b) for b in label_values if _is_bucket(b)}
+    assert label_values <= {
+        "ok",
+        "invalid_input",
+        "internal",
+        "not_found",
+        "demo.echo",
+        "demo.boom",
+        "_unknown",
+        "host",
+        "origin",
+        "/mcp",
+        "/sse",
+    } | {str(b) for b in label_values if _is_bucket(b)}
 
 
 def _is_bucket(value: str) -> bool:
@@ -191,9 +204,20 @@ async def test_explorer_execution_is_refused_unless_enabled() -> None:
         ("demo.denied", {"text": "x"}, JSON, 403, {"error": "Access denied"}),
         ("demo.slow", {"seconds": 2}, JSON, 504, {"error": "Module timed out after 100ms"}),
         ("nope.tool", {}, JSON, 404, {"error": "Tool 'nope.tool' not found"}),
-        ("demo.echo", {"text": "x"}, {"Content-Type": "text/plain"}, 415, {"error": "Content-Type must be application/json"}),
-        ("demo.echo", {"text": "x"}, {"Content-Type": "application/x-www-form-urlencoded"}, 415,
-         {"error": "Content-Type must be application/json"}),
+        (
+            "demo.echo",
+            {"text": "x"},
+            {"Content-Type": "text/plain"},
+            415,
+            {"error": "Content-Type must be application/json"},
+        ),
+        (
+            "demo.echo",
+            {"text": "x"},
+            {"Content-Type": "application/x-www-form-urlencoded"},
+            415,
+            {"error": "Content-Type must be application/json"},
+        ),
         ("demo.echo", [1, 2], JSON, 400, {"error": "Request body must be a JSON object of tool arguments"}),
     ],
 )

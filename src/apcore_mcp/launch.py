@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import anyio
@@ -54,9 +55,8 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
     configure_logging(settings.log_level)
     if transport == "stdio":
         bridge = Bridge.build(registry_or_executor, settings)
-        _log_started(bridge, transport)
         try:
-            anyio.run(run_stdio, bridge)
+            anyio.run(partial(run_stdio, bridge, on_ready=partial(_log_started, bridge, transport)))
         finally:
             bridge.close()
         return

@@ -9,11 +9,12 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from types import FrameType
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 import uvicorn
 from mcp.server.stdio import stdio_server
 
@@ -106,20 +107,29 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
     return HttpServer(config, bridge.router, settings.shutdown_timeout)
 
 
-async def run_stdio(bridge: Bridge, *, handle_signals: bool = True) -> None:
-    """Serve one client over stdin/stdout until it closes the pipe or a stop signal arrives."""
+async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve one client over stdin/stdout until it closes the pipe or a stop signal arrives.
+
+    ``on_ready`` runs once stop signals are handled, so a "started" log line is a promise that
+    SIGTERM/SIGINT from then on end the server cleanly.
+    """
     bridge.notifier.bind(asyncio.get_running_loop())
     server = bridge.server
     async with anyio.create_task_group() as tasks, stdin_lines() as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
-            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, bridge)
+            await tasks.start(_stop_on_signal, tasks.cancel_scope, bridge)
+        if on_ready is not None:
+            on_ready()
         async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tasks.cancel_scope.cancel()
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, bridge: Bridge) -> None:
+async def _stop_on_signal(
+    scope: anyio.CancelScope, bridge: Bridge, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        task_status.started()
         async for signum in signals:
             logger.info("Received %s, shutting down", signal.Signals(signum).name)
             with anyio.move_on_after(bridge.settings.shutdown_timeout):
