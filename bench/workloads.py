@@ -37,6 +37,7 @@ OURS = "ours"
 BARE = "bare+executor"
 BARE_DIRECT = "bare-no-executor"
 REF = "reference-0.23.3"
+FLOOR = "apcore get_definition alone"
 
 
 @dataclass
@@ -168,9 +169,11 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
     rows = []
     for n in cfg.sizes:
         directory = cfg.extensions(n)
-        ours = inproc.tool_build(directory, cfg.reps)
-        ref = _guard(cfg, lambda d=directory: ref_json(cfg, "build", d, cfg.reps))
-        ours_ms, ref_ms = ours["median_ms"], _value(ref, "median_ms")
+        reps = max(cfg.reps, 7) if n <= 100 else cfg.reps  # ~0.1 s a rep: more reps, steadier medians
+        ours = inproc.tool_build(directory, reps)
+        ref = _guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "build", d, r))
+        # Best of N: CPU-bound work on a shared VM, where the minimum is the steadiest estimate.
+        ours_ms, ref_ms = ours["min_ms"], _value(ref, "min_ms")
         target = met = None
         if n == 100:
             target = "< 0.5x reference"
@@ -178,10 +181,10 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
         rows.append(
             row(
                 "1 tool build",
-                f"build every tool definition, {n} modules",
+                f"build every tool definition, {n} modules (best of {reps})",
                 "ms",
                 ours_ms,
-                {REF: ref_ms} if cfg.include_reference else {},
+                {FLOOR: ours["floor_min_ms"], **({REF: ref_ms} if cfg.include_reference else {})},
                 target=target,
                 met=met,
                 details={"ours": ours, "reference": ref},
@@ -347,17 +350,18 @@ def openai_export(cfg: Config) -> list[dict[str, Any]]:
     rows = []
     for n in cfg.sizes:
         directory = cfg.extensions(n)
-        ref = _guard(cfg, lambda d=directory: ref_json(cfg, "openai", d, cfg.reps))
+        reps = max(cfg.reps, 7) if n <= 100 else cfg.reps
+        ref = _guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "openai", d, r))
         for strict in (False, True):
-            ours = inproc.openai_export(directory, strict=strict, reps=cfg.reps)
+            ours = inproc.openai_export(directory, strict=strict, reps=reps)
             key = "strict" if strict else "plain"
-            ref_ms = _value(ref.get(key), "median_ms") if isinstance(ref, dict) and key in ref else None
+            ref_ms = _value(ref.get(key), "min_ms") if isinstance(ref, dict) and key in ref else None
             rows.append(
                 row(
                     "4 openai export",
-                    f"to_openai_tools, {n} modules, {'strict' if strict else 'not strict'}",
+                    f"to_openai_tools, {n} modules, {'strict' if strict else 'not strict'} (best of {reps})",
                     "ms",
-                    ours["median_ms"],
+                    ours["min_ms"],
                     {REF: ref_ms} if cfg.include_reference else {},
                     details={"ours": ours, "reference": ref.get(key) if isinstance(ref, dict) else ref},
                 )
@@ -365,10 +369,10 @@ def openai_export(cfg: Config) -> list[dict[str, Any]]:
             rows.append(
                 row(
                     "4 openai export",
-                    f"OpenAI tools from the built catalog (GET /openai/tools path), {n} modules, "
+                    f"OpenAI tools from the built catalog (GET /openai/tools path, best of {reps}), {n} modules, "
                     f"{'strict' if strict else 'not strict'}",
                     "ms",
-                    ours["from_records_median_ms"],
+                    ours["from_records_min_ms"],
                 )
             )
     return rows

@@ -38,6 +38,7 @@ SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+_MAX_RENDERED = 64  # distinct /openai/tools queries kept per catalog generation
 
 
 class SseEndpoint:
@@ -137,15 +138,31 @@ def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
     async def metrics_text(_request: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    async def openai_tools(request: Request) -> JSONResponse:
+    # Rendered bodies per query, valid for one catalog generation (strict mode on 1,000 tools
+    # costs ~50 ms to compute; a repeated GET then costs a dict lookup).
+    rendered: dict[tuple[Any, ...], bytes] = {}
+    rendered_generation = [-1]
+
+    async def openai_tools(request: Request) -> Response:
         try:
             options = parse_openai_query(request)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        records = select_records(bridge.catalog.records(), tags=options["tags"], prefix=options["prefix"])
-        return JSONResponse(
-            tools_from_records(records, strict=options["strict"], embed_annotations=options["embed_annotations"])
-        )
+        generation = bridge.catalog.generation
+        if generation != rendered_generation[0] or len(rendered) >= _MAX_RENDERED:
+            rendered.clear()
+            rendered_generation[0] = generation
+        key = (options["strict"], options["embed_annotations"], tuple(options["tags"] or ()), options["prefix"])
+        body = rendered.get(key)
+        if body is None:
+            records = select_records(bridge.catalog.records(), tags=options["tags"], prefix=options["prefix"])
+            tools = tools_from_records(
+                records, strict=options["strict"], embed_annotations=options["embed_annotations"]
+            )
+            body = bytes(JSONResponse(tools).body)
+            if bridge.catalog.generation == generation:
+                rendered[key] = body
+        return Response(body, media_type="application/json")
 
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
