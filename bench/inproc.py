@@ -175,7 +175,7 @@ def memory_round_trip(extensions: Path, calls: int = 300, *, server: str = "ours
     times = asyncio.run(run())
     if bridge is not None:
         bridge.close()
-    return {"median_ms": median(times), "calls": calls}
+    return {"median_ms": median(times), "calls": calls, "times_ms": times}
 
 
 def openai_export(extensions: Path, *, strict: bool, reps: int = 3) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def _num(value: Any) -> str:
     return str(value)
 
 
-def render_table(rows: list[dict[str, Any]]) -> str:
+def render_table(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
     header = ["workload", "metric", "unit", "ours", "reference(s)", "ratio (ours/ref)", "target met?"]
     lines = []
     for r in rows:
@@ -57,6 +57,9 @@ def render_table(rows: list[dict[str, Any]]) -> str:
         ratios = "; ".join(f"{_num(v)}x {name}" for name, v in r["ratio"].items() if v is not None)
         verdict = ("yes" if r["met"] else "NO") + f" ({r['target']})" if r["target"] else ""
         lines.append([r["workload"], r["metric"], r["unit"], _num(r["ours"]), refs or "-", ratios or "-", verdict])
+    if markdown:
+        cells = [header, ["---"] * len(header), *lines]
+        return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in cells)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=False)]
     out = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))]
     out.append("-+-".join("-" * w for w in widths))
@@ -114,16 +117,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-reference", action="store_true", help="skip apcore-mcp 0.23.3 (no venv, no download)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON output path")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--show", type=Path, metavar="JSON", help="print the table of an earlier run; run nothing")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
-    report = run(
-        args.only, quick=args.quick, include_reference=not args.no_reference, output=args.output, verbose=not args.quiet
-    )
-    print(render_table(report["rows"]))
+    if args.show is not None:
+        report = json.loads(args.show.read_text())
+    else:
+        report = run(
+            args.only,
+            quick=args.quick,
+            include_reference=not args.no_reference,
+            output=args.output,
+            verbose=not args.quiet,
+        )
+    print(render_table(report["rows"], markdown=args.markdown))
     machine = report["machine"]
     print(
         f"\n{machine['cpu_model']}, {machine['cores']} cores, Python {machine['python']}; "
-        f"{report['seconds']['total']} s; JSON: {args.output}"
+        f"{report['seconds']['total']} s; `{report['command']}`, {report['created']}"
     )
 
 

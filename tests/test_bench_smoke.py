@@ -62,3 +62,4 @@ def test_workload_runs(config: Config, name: str) -> None:
                     figures = row["details"][server]
                     assert figures["lost"] == 0 and figures["misrouted"] == 0, figures
     assert render_table(rows)
+    assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
