@@ -306,14 +306,28 @@ def test_cli_http_serves_every_route(http_process: tuple[subprocess.Popen[str], 
     assert names == ["util-nap", "util-noisy"]
 
 
+def _signal_once_a_call_runs(proc: subprocess.Popen[str], url: str, sig: signal.Signals) -> None:
+    """From a thread: send ``sig`` once the server reports a tool call in flight (its /metrics)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            metrics = httpx.get(f"{url}/metrics", timeout=2).text
+            if "apcore_mcp_tool_calls_in_flight 1.0" in metrics:
+                break
+            time.sleep(0.02)
+        proc.send_signal(sig)  # late at worst: the test then fails on the call, not silently
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 async def test_sigterm_lets_the_call_in_flight_finish(http_process: tuple[subprocess.Popen[str], str]) -> None:
     proc, url = http_process
     async with Client(f"{url}/mcp", mode="legacy") as client:
         # The client validates structured output against the listed schema: list first, so
         # it needs no request after the server stops accepting connections.
         await client.list_tools()
-        timer = threading.Timer(0.5, proc.send_signal, args=(signal.SIGTERM,))
-        timer.start()
+        _signal_once_a_call_runs(proc, url, signal.SIGTERM)
         started = time.monotonic()
         result = await client.call_tool("util.nap", {"seconds": 1.5})
     assert result.is_error is False
@@ -359,7 +373,7 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
             time.sleep(0.05)
         async with Client(f"{url}/mcp", mode="legacy") as client:
             await client.list_tools()
-            threading.Timer(0.5, proc.send_signal, args=(signal.SIGTERM,)).start()
+            _signal_once_a_call_runs(proc, url, signal.SIGTERM)
             result = await client.call_tool("util.nap", {"seconds": 1.5})
             answered = time.monotonic()
         assert json.loads(result.content[0].text) == {"slept": 1.5}
