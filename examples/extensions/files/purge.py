@@ -1,5 +1,7 @@
 """files.purge: a destructive operation that asks for approval (simulated: it deletes nothing)."""
 
+from typing import ClassVar
+
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
 
@@ -20,7 +22,7 @@ class Purge:
     description = "Delete old files from a directory (example: reports what it would delete)"
     input_schema = PurgeInput
     output_schema = PurgeResult
-    tags = ["files"]
+    tags: ClassVar[list[str]] = ["files"]
     annotations = ModuleAnnotations(destructive=True, requires_approval=True, idempotent=True)
 
     def execute(self, inputs: dict, context: object) -> dict:

@@ -1,7 +1,7 @@
 """geo.distance: great-circle distance between two points."""
 
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -31,7 +31,7 @@ class Distance:
     description = "Great-circle (haversine) distance and initial bearing between two coordinates"
     input_schema = DistanceInput
     output_schema = DistanceOutput
-    tags = ["geo", "public"]
+    tags: ClassVar[list[str]] = ["geo", "public"]
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
     def execute(self, inputs: dict, context: object) -> dict:
@@ -43,4 +43,8 @@ class Distance:
         y = math.sin(lon2 - lon1) * math.cos(lat2)
         x = math.cos(lat1) * math.sin(lat2) - math.sin(lat1) * math.cos(lat2) * math.cos(lon2 - lon1)
         bearing = (math.degrees(math.atan2(y, x)) + 360) % 360
-        return {"distance": round(km * factor, 3), "unit": inputs.get("unit", "km"), "bearing_degrees": round(bearing, 1)}
+        return {
+            "distance": round(km * factor, 3),
+            "unit": inputs.get("unit", "km"),
+            "bearing_degrees": round(bearing, 1),
+        }

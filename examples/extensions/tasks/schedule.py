@@ -3,13 +3,14 @@
 import asyncio
 import uuid
 from datetime import datetime, timedelta
-from enum import Enum
+from enum import StrEnum
+from typing import ClassVar
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
 
 
-class Priority(str, Enum):
+class Priority(StrEnum):
     low = "low"
     normal = "normal"
     high = "high"
@@ -46,7 +47,7 @@ class Schedule:
     documentation = "Creates a task in the (in-memory) planner. Reminders are computed from the due time."
     input_schema = ScheduleInput
     output_schema = Task
-    tags = ["tasks"]
+    tags: ClassVar[list[str]] = ["tasks"]
     annotations = ModuleAnnotations(readonly=False, idempotent=False, open_world=False)
 
     async def execute(self, inputs: dict, context: object) -> dict:

@@ -1,6 +1,7 @@
 """text.stats: word and character statistics for a piece of text."""
 
 from collections import Counter
+from typing import ClassVar
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -29,11 +30,11 @@ class TextStats:
     documentation = (
         "text.stats splits the text on whitespace, strips surrounding punctuation from each word\n"
         "and counts them. Use top_n to choose how many frequent words come back (1-50).\n"
-        "Example: {\"text\": \"the cat and the hat\", \"top_n\": 1} -> top_words [{\"word\": \"the\", \"count\": 2}]"
+        'Example: {"text": "the cat and the hat", "top_n": 1} -> top_words [{"word": "the", "count": 2}]'
     )
     input_schema = StatsInput
     output_schema = StatsOutput
-    tags = ["text", "public"]
+    tags: ClassVar[list[str]] = ["text", "public"]
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
     def execute(self, inputs: dict, context: object) -> dict:
