@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
@@ -39,22 +44,70 @@ TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "sse", "stdio"]
 
 @dataclass
 class Inbox:
-    """Notifications a client received, with a way to wait for one."""
+    """Notifications a client received, with their arrival times and a way to wait for one."""
 
-    methods: list[str] = field(default_factory=list)
+    arrivals: list[tuple[str, float]] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handler(self, message: Any) -> None:
         method = getattr(message, "method", None)
         if isinstance(method, str) and method.startswith("notifications/"):
-            self.methods.append(method)
+            self.arrivals.append((method, time.monotonic()))
             self.arrived.set()
 
-    async def wait_for(self, method: str, timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while method not in self.methods:
-                self.arrived.clear()
-                await self.arrived.wait()
+    def clear(self) -> None:
+        self.arrivals.clear()
+
+    async def wait_for(self, method: str, timeout: float = 5.0) -> float:
+        """The arrival time of the first ``method`` notification since the last ``clear()``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for name, at in self.arrivals:
+                        if name == method:
+                            return at
+                    self.arrived.clear()
+                    await self.arrived.wait()
+        except TimeoutError:
+            pytest.fail(f"{method} did not arrive within {timeout}s")
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for servers started as processes)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """SIGTERM by PID, wait ``timeout``, then SIGKILL (and wait again)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+def wait_ok(
+    url: str, proc: subprocess.Popen[Any], timeout: float = 20.0, details: Callable[[], str] = lambda: ""
+) -> httpx.Response:
+    """Poll ``url`` until it answers 200; fail early, with ``details()``, if the process dies."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args[0]} exited with {proc.returncode} before {url} answered:\n{details()}")
+        try:
+            response = httpx.get(url, timeout=1.0)
+            if response.status_code == 200:
+                return response
+            last = response.status_code
+        except httpx.HTTPError as exc:
+            last = exc
+        time.sleep(0.05)
+    pytest.fail(f"{url} not 200 within {timeout}s (last: {last!r}):\n{details()}")
 
 
 @dataclass

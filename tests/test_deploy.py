@@ -18,7 +18,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -34,6 +33,8 @@ import pytest
 import yaml
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
+
+from conftest import Inbox, free_port, stop_process, wait_ok
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -356,12 +357,6 @@ def test_kubernetes_manifests() -> None:
 # --------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def clean_env() -> dict[str, str]:
     """This process's environment without settings that would leak into a child server."""
     leaky = ("APCORE_MCP_", "FORWARDED_ALLOW_IPS", "UVICORN_")
@@ -381,31 +376,7 @@ def running(cmd: list[str], log: Path, *, env: dict[str, str], cwd: Path = REPO)
         try:
             yield proc
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
-
-
-def wait_ok(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = STARTUP_SECONDS) -> httpx.Response:
-    """Poll ``url`` until it answers 200; fail early if the process dies."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{proc.args[0]} exited with {proc.returncode} before {url} answered:\n{log_tail(log)}")
-        try:
-            response = httpx.get(url, timeout=1.0)
-            if response.status_code == 200:
-                return response
-            last = response.status_code
-        except httpx.HTTPError as exc:
-            last = exc
-        time.sleep(0.1)
-    pytest.fail(f"{url} not 200 within {timeout}s (last: {last!r}):\n{log_tail(log)}")
+            stop_process(proc)
 
 
 def image_command(port: int) -> list[str]:
@@ -446,7 +417,7 @@ async def test_image_command_serves_examples_and_stops_on_sigterm(tmp_path: Path
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "uvicorn.log"
     with running(image_command(port), log, env=image_env()) as proc:
-        health = wait_ok(f"{url}/health", proc, log).json()
+        health = wait_ok(f"{url}/health", proc, STARTUP_SECONDS, lambda: log_tail(log)).json()
         assert health["status"] == "ok"
         assert health["module_count"] == len(EXAMPLE_TOOLS)
 
@@ -584,37 +555,10 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
     url = f"http://127.0.0.1:{nginx_port}"
     server_log, nginx_log = tmp / "server.log", tmp / "nginx.log"
     with running([sys.executable, str(script), str(upstream_port)], server_log, env=clean_env()) as server:
-        wait_ok(f"{upstream}/health", server, server_log)
+        wait_ok(f"{upstream}/health", server, STARTUP_SECONDS, lambda: log_tail(server_log))
         with running(nginx_cmd, nginx_log, env=clean_env()) as proxy:
-            wait_ok(f"{url}/health", proxy, nginx_log)
+            wait_ok(f"{url}/health", proxy, STARTUP_SECONDS, lambda: log_tail(nginx_log))
             yield Proxied(url, upstream)
-
-
-@dataclass
-class Inbox:
-    """Notifications a client received, with their arrival times."""
-
-    arrivals: list[tuple[str, float]] = field(default_factory=list)
-    arrived: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def handler(self, message: Any) -> None:
-        method = getattr(message, "method", None)
-        if isinstance(method, str) and method.startswith("notifications/"):
-            self.arrivals.append((method, time.monotonic()))
-            self.arrived.set()
-
-    async def wait_for(self, method: str, timeout: float = 5.0) -> float:
-        """The arrival time of ``method``."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    for name, at in self.arrivals:
-                        if name == method:
-                            return at
-                    self.arrived.clear()
-                    await self.arrived.wait()
-        except TimeoutError:
-            pytest.fail(f"{method} did not arrive within {timeout}s (buffered by the proxy?)")
 
 
 def tool_result(result: Any) -> tuple[dict[str, Any], bool]:

@@ -14,21 +14,17 @@ dependencies are installed on first use (ts-client: into ``$MCP_CLIENT_DEPS``, d
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import free_port, stop_process, wait_ok
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -61,45 +57,15 @@ if not SHARED.is_dir():
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM by PID, wait 10 s, then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.kill(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
 def _text(data: str | bytes | None) -> str:
     """Output captured by a TimeoutExpired, which may be bytes even with text=True."""
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def _health_ok(base_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base_url}/health", timeout=1.0) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The CLI on a free 127.0.0.1 port (Streamable HTTP at /mcp, legacy SSE at /sse)."""
-    port = _free_port()
+    port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_dir = tmp_path_factory.mktemp("cli-server")
     stdout_path, stderr_path = log_dir / "stdout.log", log_dir / "stderr.log"
@@ -116,22 +82,15 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + HEALTH_DEADLINE_S
-        while not _health_ok(base_url):
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"server exited with code {proc.returncode} before /health answered;\n"
-                    f"cmd: {cmd}\nstderr:\n{stderr_path.read_text(errors='replace')}"
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"GET {base_url}/health did not return 200 within {HEALTH_DEADLINE_S:.0f} s;"
-                    f"\ncmd: {cmd}\nstderr:\n{stderr_path.read_text(errors='replace')}"
-                )
-            time.sleep(0.2)
+        wait_ok(
+            f"{base_url}/health",
+            proc,
+            HEALTH_DEADLINE_S,
+            lambda: f"cmd: {cmd}\nstderr:\n{stderr_path.read_text(errors='replace')}",
+        )
         yield base_url
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from mcp.client.sse import sse_client
 
 from apcore_mcp import MCPServer, serve
 
+from conftest import free_port, wait_ok
 from support import make_executor
 
 NAP_MODULE = """
@@ -83,12 +84,6 @@ def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def http_process(extensions: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
@@ -113,15 +108,7 @@ def http_process(extensions: Path) -> Iterator[tuple[subprocess.Popen[str], str]
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
+        wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
         yield proc, url
     finally:
         if proc.poll() is None:
@@ -306,6 +293,11 @@ def test_cli_http_serves_every_route(http_process: tuple[subprocess.Popen[str], 
     assert names == ["util-nap", "util-noisy"]
 
 
+def _stderr(proc: subprocess.Popen[str]) -> str:
+    """What a process that died wrote to its stderr pipe."""
+    return proc.stderr.read() if proc.stderr else ""
+
+
 def _signal_once_a_call_runs(proc: subprocess.Popen[str], url: str, sig: signal.Signals) -> None:
     """From a thread: send ``sig`` once the server reports a tool call in flight (its /metrics)."""
 
@@ -362,15 +354,7 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
+        wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
         async with Client(f"{url}/mcp", mode="legacy") as client:
             await client.list_tools()
             _signal_once_a_call_runs(proc, url, signal.SIGTERM)

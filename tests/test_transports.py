@@ -118,7 +118,7 @@ async def test_live_registration_is_listed_and_notified(connect: OpenClient) -> 
         text, is_error = await call_text(client, "demo.added", {"text": "new"})
         assert (json.loads(text), is_error) == ({"echo": "new"}, False)
 
-        conn.inbox.methods.clear()
+        conn.inbox.clear()
         await call_text(client, "demo.register", {"text": "remove"})
         if not conn.modern:
             await conn.inbox.wait_for("notifications/tools/list_changed")
