@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR, ensure_ref_venv, machine_info
-from bench.workloads import WORKLOADS, Config
+from bench.rows import Config
+from bench.workloads import WORKLOADS
 
 RESULTS = BENCH_DIR / "results" / "latest.json"
 

@@ -1,15 +1,14 @@
-"""The six workloads. Each returns a list of result rows (see ``row``)."""
+"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``); ``WORKLOADS`` names all six.
+
+Each returns a list of result rows (see ``bench.rows.row``).
+"""
 
 from __future__ import annotations
 
 import json
-import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -19,111 +18,15 @@ from mcp.client.stdio import StdioServerParameters
 
 from bench import inproc
 from bench.common import (
-    REF_PYTHON,
     REPO_ROOT,
     ServerSpec,
-    cpu_seconds,
     median,
-    percentile,
     run_json,
     running_server,
     server_specs,
-    stop_process,
 )
-from bench.modules import make_extensions
-
-REF_SCRIPT = Path(__file__).resolve().parent / "ref_inproc.py"
-OURS = "ours"
-BARE = "bare+executor"
-BARE_DIRECT = "bare-no-executor"
-REF = "reference-0.23.3"
-FLOOR = "apcore get_definition alone"
-
-
-@dataclass
-class Config:
-    """Sizes and durations of one run."""
-
-    workdir: Path
-    sizes: Sequence[int] = (100, 1000)
-    include_reference: bool = True
-    reps: int = 3
-    calls: int = 1000
-    roundtrip_calls: int = 300
-    duration: float = 4.0
-    throughput_rounds: int = 3
-    client_counts: Sequence[int] = (1, 10, 50)
-    transports: Sequence[str] = ("streamable-http", "sse")
-    servers: Sequence[str] | None = None  # None: all
-    startup_reps: int = 3
-    call_timeout: float = 10.0
-    log: Path | None = None
-    _dirs: dict[int, Path] = field(default_factory=dict)
-
-    def extensions(self, n: int) -> Path:
-        """The extensions dir with ``n`` modules (plus ``bench.echo``), made once per run."""
-        if n not in self._dirs:
-            self._dirs[n] = make_extensions(self.workdir / f"ext{n}", n)
-        return self._dirs[n]
-
-    @property
-    def small(self) -> int:
-        return min(self.sizes)
-
-    def specs(self) -> list[ServerSpec]:
-        specs = server_specs(self.extensions(self.small), include_reference=self.include_reference)
-        return [s for s in specs if self.servers is None or s.name in self.servers]
-
-
-def row(
-    workload: str,
-    metric: str,
-    unit: str,
-    ours: float | None,
-    refs: dict[str, float | None] | None = None,
-    *,
-    target: str | None = None,
-    met: bool | None = None,
-    details: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One table row: our figure, the references' figures from the same run, ours/ref ratios."""
-    refs = refs or {}
-    ratios = {
-        name: (ours / value if ours is not None and value not in (None, 0) else None) for name, value in refs.items()
-    }
-    return {
-        "workload": workload,
-        "metric": metric,
-        "unit": unit,
-        "ours": ours,
-        "references": refs,
-        "ratio": ratios,
-        "target": target,
-        "met": met,
-        "details": details or {},
-    }
-
-
-def ref_json(cfg: Config, what: str, directory: Path, arg: int | None = None, timeout: float = 600) -> Any:
-    cmd = [str(REF_PYTHON), str(REF_SCRIPT), what, str(directory)]
-    if arg is not None:
-        cmd.append(str(arg))
-    return run_json(cmd, timeout=timeout)
-
-
-def _guard(cfg: Config, fn: Callable[[], Any]) -> Any:
-    """Run a reference measurement; a failure is reported, not fatal."""
-    if not cfg.include_reference:
-        return None
-    try:
-        return fn()
-    except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {str(exc)[-300:]}"}
-
-
-def _value(result: Any, key: str) -> float | None:
-    return result.get(key) if isinstance(result, dict) else None
-
+from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
+from bench.throughput import throughput
 
 # -- 1. tool build and tools/list -----------------------------------------------------------------
 
@@ -171,9 +74,9 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
         directory = cfg.extensions(n)
         reps = max(cfg.reps, 7) if n <= 100 else cfg.reps  # ~0.1 s a rep: more reps, steadier medians
         ours = inproc.tool_build(directory, reps)
-        ref = _guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "build", d, r))
+        ref = guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "build", d, r))
         # Best of N: CPU-bound work on a shared VM, where the minimum is the steadiest estimate.
-        ours_ms, ref_ms = ours["min_ms"], _value(ref, "min_ms")
+        ours_ms, ref_ms = ours["min_ms"], figure(ref, "min_ms")
         target = met = None
         if n == 100:
             target = "< 0.5x reference"
@@ -225,8 +128,8 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
                 "1 tool build",
                 f"tools/list over Streamable HTTP (raw client round trip), {n} tools",
                 "ms",
-                _value(http.get(OURS), "median_ms"),
-                {name: _value(v, "median_ms") for name, v in http.items() if name != OURS},
+                figure(http.get(OURS), "median_ms"),
+                {name: figure(v, "median_ms") for name, v in http.items() if name != OURS},
                 details=http,
             )
         )
@@ -239,14 +142,14 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
 def call_overhead(cfg: Config) -> list[dict[str, Any]]:
     directory = cfg.extensions(cfg.small)
     ours = inproc.call_overhead(directory, cfg.calls)
-    ref = _guard(cfg, lambda: ref_json(cfg, "call", directory, cfg.calls))
+    ref = guard(cfg, lambda: ref_json(cfg, "call", directory, cfg.calls))
     rows = [
         row(
             "2 call overhead",
             f"time beyond Executor.call_async per call (in process, {cfg.calls} calls, median diff)",
             "ms",
             ours["overhead_ms"],
-            {REF: _value(ref, "overhead_ms")} if cfg.include_reference else {},
+            {REF: figure(ref, "overhead_ms")} if cfg.include_reference else {},
             target="< 0.1 ms",
             met=ours["overhead_ms"] < 0.1,
             details={"ours": ours, "reference": ref},
@@ -259,10 +162,10 @@ def call_overhead(cfg: Config) -> list[dict[str, Any]]:
         for name in times:
             times[name] += inproc.memory_round_trip(directory, cfg.roundtrip_calls // rounds, server=name)["times_ms"]
     trips = {name: {"median_ms": median(values), "calls": len(values)} for name, values in times.items()}
-    ref_trip = _guard(cfg, lambda: ref_json(cfg, "roundtrip", directory, cfg.roundtrip_calls))
+    ref_trip = guard(cfg, lambda: ref_json(cfg, "roundtrip", directory, cfg.roundtrip_calls))
     refs = {BARE: trips[BARE]["median_ms"], BARE_DIRECT: trips[BARE_DIRECT]["median_ms"]}
     if cfg.include_reference:
-        refs[REF] = _value(ref_trip, "median_ms")
+        refs[REF] = figure(ref_trip, "median_ms")
     rows.append(
         row(
             "2 call overhead",
@@ -289,12 +192,12 @@ def memory(cfg: Config) -> list[dict[str, Any]]:
     for n in sizes:
         directory = cfg.extensions(n)
         ours[n] = run_json([sys.executable, "-m", "bench.inproc", "memory", str(directory)], timeout=300)
-        refs[n] = _guard(cfg, lambda d=directory: ref_json(cfg, "memory", d))
+        refs[n] = guard(cfg, lambda d=directory: ref_json(cfg, "memory", d))
         if n not in cfg.sizes:
             continue
         per100 = ours[n]["retained_bytes"] / ours[n]["tools"] * 100 / 2**20
         ref_per100 = (
-            refs[n]["retained_bytes"] / refs[n]["tools"] * 100 / 2**20 if _value(refs[n], "retained_bytes") else None
+            refs[n]["retained_bytes"] / refs[n]["tools"] * 100 / 2**20 if figure(refs[n], "retained_bytes") else None
         )
         rows.append(
             row(
@@ -311,7 +214,7 @@ def memory(cfg: Config) -> list[dict[str, Any]]:
 
     def steps(results: dict[int, Any]) -> tuple[float, float] | None:
         """Marginal bytes per tool on the lower and the upper step."""
-        if len(sizes) < 3 or not all(_value(results.get(k), "retained_bytes") for k in sizes):
+        if len(sizes) < 3 or not all(figure(results.get(k), "retained_bytes") for k in sizes):
             return None
         a, b, c = (results[k] for k in sizes)
         return (
@@ -354,11 +257,11 @@ def openai_export(cfg: Config) -> list[dict[str, Any]]:
     for n in cfg.sizes:
         directory = cfg.extensions(n)
         reps = max(cfg.reps, 7) if n <= 100 else cfg.reps
-        ref = _guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "openai", d, r))
+        ref = guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "openai", d, r))
         for strict in (False, True):
             ours = inproc.openai_export(directory, strict=strict, reps=reps)
             key = "strict" if strict else "plain"
-            ref_ms = _value(ref.get(key), "min_ms") if isinstance(ref, dict) and key in ref else None
+            ref_ms = figure(ref.get(key), "min_ms") if isinstance(ref, dict) and key in ref else None
             rows.append(
                 row(
                     "4 openai export",
@@ -379,223 +282,6 @@ def openai_export(cfg: Config) -> list[dict[str, Any]]:
                 )
             )
     return rows
-
-
-# -- 5. throughput -----------------------------------------------------------------------------------------
-
-
-def load_layout(clients: int) -> list[int]:
-    """Clients per load process: several processes so one Python client loop is not the bottleneck."""
-    procs = 1 if clients == 1 else min(clients, 2 if clients <= 10 else 5)
-    base, extra = divmod(clients, procs)
-    return [base + (1 if i < extra else 0) for i in range(procs)]
-
-
-def run_load(cfg: Config, pid: int, port: int, transport: str, clients: int) -> dict[str, Any]:
-    """N load processes against one running server for ``cfg.duration`` seconds; merged results."""
-    layout = load_layout(clients)
-    grace = 2.5 + 0.04 * clients
-    start_at = time.time() + grace
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench.load",
-                "--url",
-                f"http://127.0.0.1:{port}",
-                "--transport",
-                "sse" if transport == "sse" else "http",
-                "--clients",
-                str(k),
-                "--start-at",
-                str(start_at),
-                "--duration",
-                str(cfg.duration),
-                "--proc",
-                str(i),
-                "--call-timeout",
-                str(cfg.call_timeout),
-            ],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-        )
-        for i, k in enumerate(layout)
-    ]
-    outs: list[dict[str, Any]] = []
-    try:
-        time.sleep(max(0.0, start_at - time.time()))
-        cpu0 = cpu_seconds(pid)
-        time.sleep(max(0.0, start_at + cfg.duration - time.time()))
-        cpu1 = cpu_seconds(pid)
-        deadline = time.monotonic() + cfg.call_timeout + 30
-        for proc in procs:
-            try:
-                out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-                outs.append(json.loads(out.decode().strip().splitlines()[-1]))
-            except Exception as exc:
-                outs.append({"failed": f"{type(exc).__name__}: {exc}"})
-    finally:
-        for proc in procs:
-            stop_process(proc, timeout=5)
-    good = [o for o in outs if "failed" not in o]
-    latencies = [x for o in good for x in o["latencies_ms"]]
-    ok = sum(o["ok"] for o in good)
-    kinds: dict[str, int] = {}
-    for o in good:
-        for k, v in o["error_kinds"].items():
-            kinds[k] = kinds.get(k, 0) + v
-    client_cpu = sum(o["cpu_seconds"] or 0 for o in good)
-    return {
-        "clients": clients,
-        "load_processes": len(procs),
-        "calls_per_s": ok / cfg.duration,
-        "ok": ok,
-        "p50_ms": percentile(latencies, 50) if latencies else None,
-        "p99_ms": percentile(latencies, 99) if latencies else None,
-        "errors": sum(o["errors"] for o in good),
-        "lost": sum(o["lost"] for o in good),
-        "misrouted": sum(o["misrouted"] for o in good),
-        "connect_failures": sum(o["connect_failures"] for o in good),
-        "load_process_failures": len(outs) - len(good),
-        "error_kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:5]),
-        "server_cpu_s": cpu1 - cpu0,
-        "server_cpu_ms_per_call": (cpu1 - cpu0) / ok * 1000 if ok else None,
-        "client_cpu_s": client_cpu,
-        "client_cpu_util": client_cpu / cfg.duration,
-        "duration_s": cfg.duration,
-    }
-
-
-def median_load(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One load result from several rounds: medians of the rates, sums of the failures."""
-    good = [run for run in runs if "failed" not in run]
-    if not good:
-        return runs[-1]
-    merged: dict[str, Any] = dict(good[len(good) // 2])
-    for key, value in good[0].items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            numbers = sorted(run[key] for run in good if isinstance(run.get(key), (int, float)))
-            merged[key] = statistics.median(numbers)
-    for key in ("errors", "lost", "misrouted", "connect_failures", "load_process_failures"):
-        if key in good[0]:
-            merged[key] = sum(run.get(key, 0) for run in good)
-    merged["rounds"] = len(good)
-    merged["calls_per_s_by_round"] = [run.get("calls_per_s") for run in good]
-    return merged
-
-
-def throughput(cfg: Config) -> list[dict[str, Any]]:
-    # This machine is shared and noisy: one run per server swings ratios by +-40%. Servers are
-    # measured in interleaved rounds (the order rotates each round) and each figure is the
-    # median over rounds, so a slow spell hits every server alike.
-    samples: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-    specs = cfg.specs()
-    for transport in cfg.transports:
-        for round_ in range(cfg.throughput_rounds):
-            shift = round_ % len(specs)
-            for spec in specs[shift:] + specs[:shift]:
-                try:
-                    with running_server(spec, transport, log=cfg.log) as (pid, port):
-                        for clients in cfg.client_counts:
-                            load = run_load(cfg, pid, port, transport, clients)
-                            samples.setdefault((transport, spec.name, clients), []).append(load)
-                except Exception as exc:
-                    for clients in cfg.client_counts:
-                        failure = {"failed": f"{type(exc).__name__}: {exc}"}
-                        samples.setdefault((transport, spec.name, clients), []).append(failure)
-    results = {key: median_load(runs) for key, runs in samples.items()}
-    rows = []
-    for transport in cfg.transports:
-        for clients in cfg.client_counts:
-            mine = results.get((transport, OURS, clients), {})
-            others = {name: results.get((transport, name, clients), {}) for name in (BARE, BARE_DIRECT, REF)}
-            others = {k: v for k, v in others.items() if v}
-            target = met = None
-            clean = mine.get("lost") == 0 and mine.get("misrouted") == 0 and mine.get("errors") == 0
-            if transport == "streamable-http" and clients >= 10 and BARE in others:
-                target = ">= 0.9x bare+executor, 0 lost/misrouted"
-                bare_rate = others[BARE].get("calls_per_s")
-                met = bool(bare_rate) and mine.get("calls_per_s", 0) >= 0.9 * bare_rate and clean
-            label = f"{transport}, {clients} client{'s' if clients > 1 else ''}"
-            rows.append(
-                row(
-                    "5 throughput",
-                    f"calls/s, {label}",
-                    "calls/s",
-                    mine.get("calls_per_s"),
-                    {k: v.get("calls_per_s") for k, v in others.items()},
-                    target=target,
-                    met=met,
-                    details={OURS: mine, **others},
-                )
-            )
-            rows.append(
-                row(
-                    "5 throughput",
-                    f"server CPU per call, {label}",
-                    "ms",
-                    mine.get("server_cpu_ms_per_call"),
-                    {k: v.get("server_cpu_ms_per_call") for k, v in others.items()},
-                )
-            )
-            for quantile in ("p50", "p99"):
-                rows.append(
-                    row(
-                        "5 throughput",
-                        f"{quantile} latency, {label}",
-                        "ms",
-                        mine.get(f"{quantile}_ms"),
-                        {k: v.get(f"{quantile}_ms") for k, v in others.items()},
-                    )
-                )
-            rows.append(
-                row(
-                    "5 throughput",
-                    f"errors / lost / misrouted, {label}",
-                    "count",
-                    _fault_total(mine),
-                    {k: _fault_total(v) for k, v in others.items()},
-                    target="0 lost or misrouted",
-                    met=mine.get("lost") == 0 and mine.get("misrouted") == 0 if mine else None,
-                    details={
-                        name: {
-                            key: r.get(key)
-                            for key in ("errors", "lost", "misrouted", "connect_failures", "error_kinds", "failed")
-                        }
-                        for name, r in {OURS: mine, **others}.items()
-                    },
-                )
-            )
-            rows.append(
-                row(
-                    "5 throughput",
-                    f"load generator CPU (share of one core), {label}",
-                    "cores",
-                    mine.get("client_cpu_util"),
-                    {k: v.get("client_cpu_util") for k, v in others.items()},
-                    details={"load_processes": mine.get("load_processes")},
-                )
-            )
-    return rows
-
-
-def _fault_total(result: dict[str, Any]) -> float | None:
-    if not result or "failed" in result:
-        return None
-    return float(result["errors"] + result["lost"] + result["misrouted"] + result["connect_failures"])
-
-
-def fault_text(result: dict[str, Any]) -> str:
-    if not result:
-        return "-"
-    if "failed" in result:
-        return "server failed"
-    return f"{result['errors']}/{result['lost']}/{result['misrouted']}" + (
-        f" (+{result['connect_failures']} connect failures)" if result["connect_failures"] else ""
-    )
 
 
 # -- 6. start-up ---------------------------------------------------------------------------------------
@@ -642,8 +328,8 @@ def startup(cfg: Config) -> list[dict[str, Any]]:
                 "6 start-up",
                 f"process start to first tools/list answer over stdio, {n} modules",
                 "ms",
-                _value(figures.get(OURS), "median_ms"),
-                {k: _value(v, "median_ms") for k, v in figures.items() if k != OURS},
+                figure(figures.get(OURS), "median_ms"),
+                {k: figure(v, "median_ms") for k, v in figures.items() if k != OURS},
                 details=figures,
             )
         )

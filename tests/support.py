@@ -124,6 +124,18 @@ class Secret:
         return {"echo": "secret"}
 
 
+def walk(node: Any) -> list[Any]:
+    """Every dict and list in ``node``, depth first."""
+    found = [node]
+    if isinstance(node, dict):
+        for value in node.values():
+            found += walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += walk(value)
+    return found
+
+
 class CircularSchema:
     """A schema whose definitions refer to each other: it cannot be inlined."""
 

@@ -14,8 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.rows import Config
 from bench.run import render_table
-from bench.workloads import WORKLOADS, Config
+from bench.workloads import WORKLOADS
 
 ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details"}
 

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from apcore_mcp.openai_tools import denormalize_tool_name, normalize_tool_name, to_openai_tools
 from apcore_mcp.schema import to_input_schema
 
+from support import Cycle, walk
+
 # -- modules ------------------------------------------------------------------------------------------
 
 
@@ -95,30 +97,6 @@ class Open:
         return {"ok": True}
 
 
-class CircularSchema:
-    """Pydantic-like input schema whose JSON schema loops A -> B -> A."""
-
-    @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"a": {"$ref": "#/$defs/A"}},
-            "$defs": {
-                "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
-                "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}},
-            },
-        }
-
-
-class Circular:
-    description = "Schema cannot be inlined"
-    input_schema = CircularSchema
-    output_schema = Out
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
-
-
 def make_registry() -> Registry:
     registry = Registry()
     registry.register("image.resize", Resize())
@@ -129,17 +107,6 @@ def make_registry() -> Registry:
 
 def by_name(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {tool["function"]["name"]: tool for tool in tools}
-
-
-def walk(node: Any) -> list[Any]:
-    found = [node]
-    if isinstance(node, dict):
-        for value in node.values():
-            found += walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += walk(value)
-    return found
 
 
 # -- structure -----------------------------------------------------------------------------------------
@@ -430,7 +397,7 @@ def test_openai_package_is_never_imported() -> None:
 
 def test_circular_schema_module_is_skipped_with_warning(caplog: pytest.LogCaptureFixture) -> None:
     registry = make_registry()
-    registry.register("broken.loop", Circular())
+    registry.register("broken.loop", Cycle())
     with caplog.at_level(logging.WARNING, logger="apcore_mcp"):
         tools = to_openai_tools(registry)
     assert names(tools) == ["image-crop", "image-resize", "text-echo"]

@@ -11,17 +11,7 @@ from pydantic import BaseModel, Field
 
 from apcore_mcp.schema import MAX_REF_DEPTH, inline_refs, to_input_schema, to_output_schema
 
-
-def walk(node: Any) -> list[Any]:
-    """Every dict and list in ``node``, depth first."""
-    found = [node]
-    if isinstance(node, dict):
-        for value in node.values():
-            found += walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += walk(value)
-    return found
+from support import walk
 
 
 def has_key_anywhere(node: Any, key: str) -> bool:
