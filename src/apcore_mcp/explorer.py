@@ -108,15 +108,16 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
     prefix = settings.explorer_prefix
     catalog = bridge.catalog
 
+    html, policy = load_page()  # read and hashed at start-up, not on a request
+    page_headers = {
+        "Content-Security-Policy": policy,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
     async def page(_request: Request) -> Response:
-        html, policy = load_page()
-        headers = {
-            "Content-Security-Policy": policy,
-            "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
-            "Cache-Control": "no-store",
-        }
-        return Response(html, media_type="text/html; charset=utf-8", headers=headers)
+        return Response(html, media_type="text/html; charset=utf-8", headers=page_headers)
 
     async def redirect(_request: Request) -> Response:
         return RedirectResponse(f"{prefix}/", status_code=308)
@@ -139,7 +140,7 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
             return _error(404, f"Tool '{request.path_params['name']}' not found")
         return JSONResponse(tool_detail(record))
 
-    async def call_tool(request: Request) -> JSONResponse:
+    async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]
         if not settings.allow_execute:
             return _error(403, "Tool execution is disabled")
@@ -161,7 +162,8 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
         outcome = await bridge.router.call(name, arguments)
         if outcome.error is not None:
             return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
-        return JSONResponse({"result": json.loads(outcome.text)})
+        # outcome.text is the output already rendered as JSON: wrap it, do not parse it again.
+        return Response(b'{"result":' + outcome.text.encode() + b"}", media_type="application/json")
 
     return [
         Route(prefix, redirect, methods=["GET"]),

@@ -141,17 +141,18 @@ def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
     # Rendered bodies per query, valid for one catalog generation (strict mode on 1,000 tools
     # costs ~50 ms to compute; a repeated GET then costs a dict lookup).
     rendered: dict[tuple[Any, ...], bytes] = {}
-    rendered_generation = [-1]
+    rendered_generation = -1
 
     async def openai_tools(request: Request) -> Response:
         try:
             options = parse_openai_query(request)
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        nonlocal rendered_generation
         generation = bridge.catalog.generation
-        if generation != rendered_generation[0] or len(rendered) >= _MAX_RENDERED:
+        if generation != rendered_generation or len(rendered) >= _MAX_RENDERED:
             rendered.clear()
-            rendered_generation[0] = generation
+            rendered_generation = generation
         key = (options["strict"], options["embed_annotations"], tuple(options["tags"] or ()), options["prefix"])
         body = rendered.get(key)
         if body is None:
