@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter, to_call_tool_result
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.openai_tools import to_openai_tools, tools_from_records
+from apcore_mcp.openai import to_openai_tools, tools_from_records
 from apcore_mcp.settings import Settings
 from bench.bare_server import build_bare_server
 from bench.common import median

@@ -32,8 +32,8 @@ from mcp.client.stdio import StdioServerParameters
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http_app import create_app
-from apcore_mcp.serving import bind_socket, make_http_server
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.serving import bind_socket, make_http_server
 from apcore_mcp.settings import Settings
 
 from support import make_executor

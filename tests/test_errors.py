@@ -21,7 +21,7 @@ from apcore.errors import (
 from pydantic import BaseModel
 
 from apcore_mcp.errors import INTERNAL_ERROR, to_safe_error
-from apcore_mcp.tools import build_record
+from apcore_mcp.records import build_record
 
 # -- fixed messages ---------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 from apcore import Executor, ModuleAnnotations, Registry
 from pydantic import BaseModel, ConfigDict, Field
 
-from apcore_mcp.openai_tools import denormalize_tool_name, normalize_tool_name, to_openai_tools
+from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
 from apcore_mcp.schema import to_input_schema
 
 from support import Cycle, walk
@@ -367,7 +367,7 @@ def test_openai_package_is_never_imported() -> None:
         import sys
         from apcore import Registry
         from pydantic import BaseModel
-        from apcore_mcp.openai_tools import to_openai_tools
+        from apcore_mcp.openai import to_openai_tools
 
         class In(BaseModel):
             x: int

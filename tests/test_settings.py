@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.security import HostPolicy
+from apcore_mcp.http.guard import HostPolicy
 from apcore_mcp.settings import Settings, normalize_transport
 
 # -- Settings validation ---------------------------------------------------------------------------

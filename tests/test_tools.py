@@ -10,7 +10,7 @@ from apcore import ModuleAnnotations, Registry
 from pydantic import BaseModel, Field, RootModel
 
 from apcore_mcp.behaviour import to_description_suffix
-from apcore_mcp.tools import ToolRecord, build_record
+from apcore_mcp.records import ToolRecord, build_record
 
 
 class Point(BaseModel):

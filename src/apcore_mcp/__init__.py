@@ -8,10 +8,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from apcore_mcp.background import MCPServer
-from apcore_mcp.http_app import create_app
-from apcore_mcp.launch import serve
-from apcore_mcp.openai_tools import denormalize_tool_name, normalize_tool_name, to_openai_tools
+from apcore_mcp.http.app import create_app
+from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
+from apcore_mcp.run.background import MCPServer
+from apcore_mcp.run.serve import serve
 from apcore_mcp.settings import Settings
 
 __all__ = [

@@ -11,10 +11,10 @@ from apcore import Executor, Registry
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.mcp_server import ApcoreServer, build_server
-from apcore_mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.server import ApcoreServer, build_server
+from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
-from apcore_mcp.tools import ToolRecord
 
 logger = logging.getLogger(__name__)
 

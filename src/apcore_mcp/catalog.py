@@ -13,7 +13,7 @@ from typing import Any
 
 import mcp.types as types
 
-from apcore_mcp.tools import ToolRecord, build_record
+from apcore_mcp.records import ToolRecord, build_record
 
 logger = logging.getLogger(__name__)
 

@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from apcore import Registry
 
-    from apcore_mcp.launch import serve
+    from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
 
     configure_logging(args.log_level)

@@ -9,7 +9,7 @@ from typing import Any
 from apcore_mcp.behaviour import to_description_suffix
 from apcore_mcp.bridge import resolve_source
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.tools import ToolRecord
+from apcore_mcp.records import ToolRecord
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.tools import ToolRecord
+from apcore_mcp.records import ToolRecord
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ _STATUS_BY_KIND = {
 def load_page() -> tuple[bytes, str]:
     """The page and its Content-Security-Policy (inline script and style allowed by hash only)."""
     packaged = resources.files("apcore_mcp").joinpath("static", PAGE_NAME)
-    source = Path(__file__).resolve().parents[2] / "static" / PAGE_NAME
+    source = Path(__file__).resolve().parents[3] / "static" / PAGE_NAME
     html = packaged.read_text("utf-8") if packaged.is_file() else source.read_text("utf-8")
     return html.encode(), content_security_policy(html)
 

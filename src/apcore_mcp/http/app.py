@@ -24,11 +24,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.drain import drain_when_stopping, reset_streams, take_over_stream_draining
-from apcore_mcp.explorer import execute_token, explorer_routes
-from apcore_mcp.metrics import Metrics, StreamCounter
-from apcore_mcp.openai_tools import check_filters, select_records, tools_from_records
-from apcore_mcp.security import HostOriginGuard, HostPolicy
+from apcore_mcp.http.explorer import execute_token, explorer_routes
+from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
+from apcore_mcp.http.metrics import Metrics, StreamCounter
+from apcore_mcp.openai import check_filters, select_records, tools_from_records
+from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ import threading
 from typing import Any
 
 from apcore_mcp.bridge import Bridge, resolve_source
-from apcore_mcp.http_app import create_app
-from apcore_mcp.launch import build_settings, warn_if_deprecated
-from apcore_mcp.serving import HttpServer, bind_socket, make_http_server, run_stdio
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.serve import build_settings, warn_if_deprecated
+from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import configure_logging, normalize_transport
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 
 from apcore_mcp.bridge import Bridge, resolve_source
-from apcore_mcp.http_app import create_app
-from apcore_mcp.serving import bind_socket, make_http_server, run_stdio
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.serving import bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import Settings, configure_logging, normalize_transport
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from mcp.server.stdio import stdio_server
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
-from apcore_mcp.drain import drain
+from apcore_mcp.run.shutdown import drain
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls import CallRouter, to_call_tool_result
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.notifier import ListChangedNotifier
 
 DOCS_SCHEME = "docs://"
 

@@ -1,0 +1,1 @@
+"""The MCP protocol edge: the low-level server, its handlers, results and notifications."""

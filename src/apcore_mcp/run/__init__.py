@@ -1,0 +1,1 @@
+"""Running a server: stdio, uvicorn, serve(), MCPServer, graceful shutdown."""
