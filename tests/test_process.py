@@ -128,7 +128,7 @@ def test_help_lists_every_flag() -> None:
         "--host",
         "--port",
         "--name",
-        "--version",
+        "--server-version",
         "--log-level",
         "--tags",
         "--prefix",
@@ -152,8 +152,10 @@ def test_help_lists_every_flag() -> None:
         (["--extensions-dir", ".", "--name", "x" * 256], 1, "Error: server name must not exceed 255 characters"),
         (["--extensions-dir", ".", "--transport", "websocket"], 2, "invalid choice"),
         (["--extensions-dir", ".", "--log-level", "TRACE"], 2, "invalid choice"),
-        (["--extensions-dir", ".", "--tags", ""], 1, "Error: Tag values must not be empty"),
-        (["--extensions-dir", ".", "--prefix", ""], 1, "Error: prefix must not be empty"),
+        (["--extensions-dir", ".", "--tags", ""], 1, "Error: --tags: Tag values must not be empty"),
+        (["--extensions-dir", ".", "--prefix", ""], 1, "Error: --prefix: prefix must not be empty"),
+        (["--extensions-dir", ".", "--execute-token", "short"], 1, "Error: --execute-token: execute_token must be"),
+        (["--extensions-dir", ".", "--shutdown-timeout", "-1"], 1, "Error: --shutdown-timeout: shutdown_timeout must"),
     ],
 )
 def test_bad_arguments_exit_with_a_clear_message(args: list[str], code: int, message: str) -> None:

@@ -10,11 +10,13 @@ import httpx
 import pytest
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
+from scripts.update_readme import render
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.cli import cli_table
 from apcore_mcp.env import settings_from_env, settings_table
-from apcore_mcp.settings import Settings
+from apcore_mcp.settings import Settings, options, parameters_table
 
 from conftest import running_http
 from support import Echo, make_executor
@@ -338,8 +340,14 @@ def test_a_wrong_env_setting_is_named(environ: dict[str, str], message: str) -> 
     assert str(error.value).startswith(message)
 
 
-def test_readme_documents_every_setting() -> None:
-    assert settings_table() in README.read_text()
+def test_readme_tables_are_generated_from_the_settings() -> None:
+    """The flag, variable and parameter tables are exactly what scripts/update_readme.py writes."""
+    text = README.read_text()
+    assert render(text) == text
+    for table in (settings_table(), cli_table(), parameters_table()):
+        assert table in text
+    for opt in options():
+        assert f"`{opt.name}`" in parameters_table()
 
 
 def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) -> None:

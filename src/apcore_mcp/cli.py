@@ -1,6 +1,8 @@
 """``apcore-mcp`` / ``python -m apcore_mcp``: discover an extensions directory and serve it.
 
-Exit codes: 0 normal shutdown, 1 invalid arguments, 2 usage error or start-up failure.
+Every flag comes from a ``Settings`` declaration (or a launch option); ``APCORE_MCP_*``
+variables give the defaults, flags override them. Exit codes: 0 normal shutdown, 1 invalid
+arguments, 2 usage error or start-up failure.
 """
 
 from __future__ import annotations
@@ -9,77 +11,73 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from apcore_mcp import __version__
-from apcore_mcp.settings import LOG_LEVELS, MAX_NAME_LENGTH, TRANSPORTS
+from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
+from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError, default_of, options
 
 logger = logging.getLogger(__name__)
 
 EXIT_INVALID = 1
 EXIT_STARTUP = 2
+CLI_LOG_LEVEL = "INFO"
 
 
 def _list_arg(value: str) -> list[str]:
-    """``a,b`` or a repeated flag: both accumulate."""
-    return [part.strip() for part in value.split(",")]
+    """``a,b`` or a repeated flag: both accumulate (an empty value stays, to be refused)."""
+    return [part.strip() for part in value.split(",")] if value.strip() else [""]
+
+
+def _default_text(opt: Option) -> str:
+    if opt.default_text is not None:
+        return opt.default_text
+    if opt.group == "launch":
+        return ""
+    default = default_of(opt.name)
+    if opt.kind == "bool":
+        return ""
+    if default is None or default == ():
+        return "none"
+    return f"`{default}`"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="apcore-mcp",
-        description="Serve the apcore modules of an extensions directory as MCP tools.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Serve the apcore modules of an extensions directory as MCP tools. "
+        "APCORE_MCP_* environment variables set defaults; flags override them.",
     )
-    parser.add_argument("--extensions-dir", required=True, metavar="DIR", help="apcore extensions directory")
-    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio", help="MCP transport")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address for HTTP transports")
-    parser.add_argument("--port", type=int, default=8000, help="bind port for HTTP transports (1-65535)")
-    parser.add_argument("--name", default="apcore-mcp", help=f"server name (max {MAX_NAME_LENGTH} chars)")
-    parser.add_argument("--version", default=__version__, help="server version reported to clients")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="INFO", help="log verbosity (stderr)")
-    parser.add_argument(
-        "--tags",
-        type=_list_arg,
-        action="extend",
-        default=None,
-        metavar="TAG[,TAG]",
-        help="only serve modules carrying all these tags (repeatable)",
-    )
-    parser.add_argument("--prefix", default=None, help="only serve modules whose id starts with this")
-    parser.add_argument(
-        "--allowed-hosts",
-        type=_list_arg,
-        action="extend",
-        default=None,
-        metavar="HOST[:PORT]",
-        help="extra Host header values accepted (besides loopback and the bound host); name, name:port, name:*",
-    )
-    parser.add_argument(
-        "--allowed-origins",
-        type=_list_arg,
-        action="extend",
-        default=None,
-        metavar="ORIGIN",
-        help="extra browser origins accepted, e.g. https://app.example.com",
-    )
-    parser.add_argument("--dynamic", action="store_true", help="reflect registry changes live (list_changed)")
-    parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without sessions (replicas)")
-    parser.add_argument("--json-response", action="store_true", help="answer POST /mcp with JSON, not SSE")
-    parser.add_argument("--no-metrics", action="store_true", help="do not serve /metrics")
-    parser.add_argument("--explorer", action="store_true", help="serve the browser explorer (HTTP transports)")
-    parser.add_argument("--explorer-prefix", default="/explorer", help="URL prefix of the explorer")
-    parser.add_argument(
-        "--allow-execute", action="store_true", help="let the explorer call tools (a token is needed off loopback)"
-    )
-    parser.add_argument(
-        "--execute-token",
-        default=os.environ.get("APCORE_MCP_EXECUTE_TOKEN"),
-        help="bearer token for explorer calls (default: $APCORE_MCP_EXECUTE_TOKEN, else random off loopback)",
-    )
+    parser.add_argument("--version", action="version", version=f"apcore-mcp {__version__}")
+    for opt in [*LAUNCH_OPTIONS, *options()]:
+        if opt.flag is None:
+            continue
+        _add(parser, opt)
     return parser
+
+
+def _add(parser: argparse.ArgumentParser, opt: Option) -> None:
+    flag = opt.flag
+    assert flag is not None
+    default_text = _default_text(opt)
+    help_text = opt.help.replace("`", "").replace("%", "%%")
+    if opt.kind == "bool" and flag.startswith("--no-"):
+        help_text = f"do not {help_text}"
+    if default_text and default_text != "none":
+        help_text += f" (default: {default_text.replace('`', '')})"
+    common: dict[str, Any] = {"dest": opt.name, "help": help_text, "default": None}
+    if opt.kind == "bool":
+        negated = flag.startswith("--no-")
+        parser.add_argument(flag, action="store_false" if negated else "store_true", **common)
+    elif opt.kind == "list":
+        parser.add_argument(flag, type=_list_arg, action="extend", metavar=opt.metavar or "VALUE", **common)
+    elif opt.kind == "choice":
+        parser.add_argument(flag, choices=opt.choices, **common)
+    else:
+        kind = {"int": int, "float": float}.get(opt.kind, str)
+        parser.add_argument(flag, type=kind, metavar=opt.metavar, **common)
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -87,62 +85,93 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def _check_args(args: argparse.Namespace) -> Path:
-    path = Path(args.extensions_dir)
+def _resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Settings values and launch values: flags over ``APCORE_MCP_*`` variables."""
+    try:
+        values, launch = env_values(environ)
+    except ValueError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    for opt in options():
+        given = getattr(args, opt.name, None)
+        if given is not None:
+            values[opt.name] = tuple(given) if opt.kind == "list" else given
+    for opt in LAUNCH_OPTIONS:
+        given = getattr(args, opt.name, None)
+        if given is not None:
+            launch[opt.name] = given
+    values.setdefault("log_level", CLI_LOG_LEVEL)
+    return values, launch
+
+
+def _check_args(values: dict[str, Any], launch: dict[str, Any]) -> Path:
+    """The SRS's CLI messages (FR-CLI), checked before anything starts."""
+    if "extensions_dir" not in launch:
+        _fail("the following arguments are required: --extensions-dir (or APCORE_MCP_EXTENSIONS_DIR)", EXIT_STARTUP)
+    path = Path(launch["extensions_dir"])
     if not path.exists():
-        _fail(f"extensions directory does not exist: {args.extensions_dir}", EXIT_INVALID)
+        _fail(f"extensions directory does not exist: {path}", EXIT_INVALID)
     if not path.is_dir():
-        _fail(f"extensions path is not a directory: {args.extensions_dir}", EXIT_INVALID)
-    if not 1 <= args.port <= 65535:
+        _fail(f"extensions path is not a directory: {path}", EXIT_INVALID)
+    port = values.get("port", default_of("port"))
+    if not 1 <= port <= 65535:
         _fail("port must be between 1 and 65535", EXIT_INVALID)
-    if not args.name:
+    name = values.get("name", default_of("name"))
+    if not name:
         _fail("server name must not be empty", EXIT_INVALID)
-    if len(args.name) > MAX_NAME_LENGTH:
+    if len(name) > MAX_NAME_LENGTH:
         _fail(f"server name must not exceed {MAX_NAME_LENGTH} characters", EXIT_INVALID)
-    if args.version is not None and not args.version:
-        _fail("version must not be empty", EXIT_INVALID)
-    if not args.host.strip():
-        _fail("host must not be empty", EXIT_INVALID)
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def flag_of(field: str) -> str:
+    for opt in options():
+        if opt.name == field and opt.flag:
+            return opt.flag
+    return field
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    extensions_dir = _check_args(args)
+    values, launch = _resolve(args, os.environ if environ is None else environ)
+    extensions_dir = _check_args(values, launch)
 
     from apcore import Registry
 
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
 
-    configure_logging(args.log_level)
+    transport = launch.get("transport", "stdio")
+    try:
+        configure_logging(values["log_level"])
+    except ValueError as exc:
+        _fail(str(exc), EXIT_INVALID)
     registry = Registry(extensions_dir=str(extensions_dir))
     count = registry.discover()
     logger.info("Discovered %d module(s) in %s", count, extensions_dir)
     try:
-        serve(
-            registry,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            name=args.name,
-            version=args.version,
-            tags=args.tags,
-            prefix=args.prefix,
-            dynamic=args.dynamic,
-            stateless=args.stateless,
-            json_response=args.json_response,
-            allowed_hosts=args.allowed_hosts,
-            allowed_origins=args.allowed_origins,
-            metrics=not args.no_metrics,
-            explorer=args.explorer,
-            explorer_prefix=args.explorer_prefix,
-            allow_execute=args.allow_execute,
-            execute_token=args.execute_token,
-        )
+        serve(registry, transport=transport, **values)
+    except SettingError as exc:
+        _fail(f"{flag_of(exc.field)}: {exc}", EXIT_INVALID)
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)
     except OSError as exc:
-        _fail(f"cannot start the server on {args.host}:{args.port}: {exc.strerror or exc}", EXIT_STARTUP)
+        host, port = values.get("host", default_of("host")), values.get("port", default_of("port"))
+        _fail(f"cannot start the server on {host}:{port}: {exc.strerror or exc}", EXIT_STARTUP)
     except KeyboardInterrupt:
         pass
+
+
+def cli_table() -> str:
+    """The README's table of flags, from the declarations."""
+    rows = ["| `--version` | | print the version and exit |"]
+    for opt in [*LAUNCH_OPTIONS, *options()]:
+        if opt.flag is None:
+            continue
+        metavar = f" {opt.metavar}" if opt.metavar and opt.kind != "bool" else ""
+        default = _default_text(opt) if opt.kind != "bool" else ("on" if opt.flag.startswith("--no-") else "off")
+        meaning = f"do not {opt.help}" if opt.kind == "bool" and opt.flag.startswith("--no-") else opt.help
+        rows.append(f"| `{opt.flag}{metavar}` | {default} | {meaning} |")
+    return "\n".join(["| flag | default | meaning |", "| --- | --- | --- |", *rows])
+
+
+__all__ = ["build_parser", "cli_table", "main", "parse_list"]

@@ -1,17 +1,89 @@
-"""Server settings: one frozen, validated object shared by ``serve()``, the CLI and the app factory."""
+"""Server settings: one frozen, validated object shared by ``serve()``, the CLI and the app factory.
+
+Each field is declared once, with its help text, CLI flag and environment variable (see
+``option``); the argument parser (``cli.py``), the environment reader (``env.py``) and the
+README's tables are all derived from these declarations.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
+APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 MAX_NAME_LENGTH = 255
+ENV_PREFIX = "APCORE_MCP_"
+
+Kind = Literal["str", "int", "float", "bool", "list", "choice"]
+
+
+class SettingError(ValueError):
+    """A setting has a bad value; ``field`` names it so each entry point can name its own spelling."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one setting is spelled on the command line and in the environment, and what it means."""
+
+    name: str
+    help: str
+    group: str
+    kind: Kind
+    flag: str | None
+    env: str | None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    secret: bool = False
+    default_text: str | None = None
+    """How the default is shown in the docs when ``repr`` of the value would mislead."""
+
+    @property
+    def env_var(self) -> str | None:
+        return None if self.env is None else ENV_PREFIX + self.env
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    group: str,
+    kind: Kind = "str",
+    flag: str | None = "",
+    env: str | None = "",
+    choices: Sequence[str] = (),
+    metavar: str | None = None,
+    secret: bool = False,
+    default_text: str | None = None,
+) -> Any:
+    """A dataclass field carrying its ``Option``; ``flag``/``env`` default to names derived from the field.
+
+    ``flag=None`` or ``env=None`` keeps a setting off the command line or out of the environment.
+    """
+    meta = {
+        "spec": {
+            "help": help,
+            "group": group,
+            "kind": kind,
+            "flag": flag,
+            "env": env,
+            "choices": tuple(choices),
+            "metavar": metavar,
+            "secret": secret,
+            "default_text": default_text,
+        }
+    }
+    return field(default=default, metadata=meta)
 
 
 def normalize_transport(transport: str) -> str:
@@ -33,13 +105,13 @@ def _as_tuple(values: Sequence[str] | str | None, what: str) -> tuple[str, ...]:
     if values is None:
         return ()
     if isinstance(values, str):
-        raise TypeError(f"{what} must be a list of strings, not a single string")
+        raise SettingError(what, f"{what} must be a list of strings, not a single string")
     return tuple(values)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
-    """How a server presents and protects itself. Every field is checked on construction.
+    """How a server presents, protects and limits itself. Every field is checked on construction.
 
     ``allowed_hosts`` / ``allowed_origins`` extend the Host and Origin allow-lists that
     DNS-rebinding protection starts from (the loopback names, plus ``host`` when it is a
@@ -47,76 +119,235 @@ class Settings:
     port matches any port.
     """
 
-    name: str = "apcore-mcp"
-    version: str | None = None
-    tags: tuple[str, ...] | None = None
-    prefix: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    dynamic: bool = False
-    stateless: bool = False
-    json_response: bool = False
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    log_level: str | None = None
-    shutdown_timeout: float = 3.0
-    metrics: bool = True
-    explorer: bool = False
-    explorer_prefix: str = "/explorer"
-    allow_execute: bool = False
-    execute_token: str | None = None
+    # -- identity --------------------------------------------------------------------------------
+    name: str = option(
+        "apcore-mcp", f"server name reported to clients (max {MAX_NAME_LENGTH} characters)", group="identity"
+    )
+    version: str | None = option(
+        None,
+        "server version reported to clients",
+        group="identity",
+        flag="--server-version",
+        env="SERVER_VERSION",
+        default_text="the package version",
+    )
+    # -- filters ---------------------------------------------------------------------------------
+    tags: tuple[str, ...] | None = option(
+        None, "serve only modules carrying all these tags", group="filters", kind="list", metavar="TAG[,TAG]"
+    )
+    prefix: str | None = option(None, "serve only modules whose id starts with this", group="filters")
+    # -- network ---------------------------------------------------------------------------------
+    host: str = option(
+        "127.0.0.1",
+        "address the HTTP transports bind to (decides Host checking and the explorer token rule)",
+        group="network",
+    )
+    port: int = option(8000, "port the HTTP transports bind to (1-65535)", group="network", kind="int")
+    allowed_hosts: tuple[str, ...] = option(
+        (),
+        "extra Host values accepted: `name` (any port), `name:port`, `name:*`",
+        group="network",
+        kind="list",
+        metavar="HOST[:PORT]",
+    )
+    allowed_origins: tuple[str, ...] = option(
+        (),
+        "extra browser origins accepted, e.g. `https://app.example.com`",
+        group="network",
+        kind="list",
+        metavar="URL",
+    )
+    # -- protocol --------------------------------------------------------------------------------
+    dynamic: bool = option(False, "reflect registry changes live (`listChanged`)", group="protocol", kind="bool")
+    stateless: bool = option(
+        False, "Streamable HTTP without sessions, for several replicas", group="protocol", kind="bool"
+    )
+    json_response: bool = option(
+        False, "answer `POST /mcp` with JSON instead of an SSE stream", group="protocol", kind="bool"
+    )
+    approval: str = option(
+        "elicit",
+        "how `requires_approval` modules are confirmed: `elicit` asks the client's user (fails closed); "
+        "`auto` runs them unconfirmed (logs a WARNING at start)",
+        group="protocol",
+        kind="choice",
+        choices=APPROVAL_MODES,
+    )
+    request_state_keys: tuple[str, ...] = option(
+        (),
+        "secrets (32+ characters each, comma list) sealing 2026-07-28 `requestState`: the first seals, all open; "
+        "a random key per process when unset",
+        group="protocol",
+        kind="list",
+        metavar="KEY[,KEY]",
+        secret=True,
+    )
+    prompts_dir: str | None = option(
+        None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
+    )
+    # -- service ---------------------------------------------------------------------------------
+    metrics: bool = option(True, "serve `/metrics` (Prometheus)", group="service", kind="bool")
+    explorer: bool = option(False, "serve the browser explorer", group="service", kind="bool")
+    explorer_prefix: str = option("/explorer", "URL prefix of the explorer", group="service")
+    allow_execute: bool = option(
+        False, "let the explorer call tools (a token is needed off loopback)", group="service", kind="bool"
+    )
+    execute_token: str | None = option(
+        None,
+        "bearer token for explorer calls (16+ characters); when unset and the host is not loopback, "
+        "a random one is made and logged",
+        group="service",
+        secret=True,
+    )
+    shutdown_timeout: float = option(
+        3.0, "seconds calls in flight get to finish on shutdown", group="service", kind="float"
+    )
+    log_level: str | None = option(
+        None,
+        "`DEBUG`, `INFO`, `WARNING` or `ERROR`; logs go to stderr",
+        group="service",
+        kind="choice",
+        choices=LOG_LEVELS,
+        default_text="logging untouched (`INFO` on the command line)",
+    )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError("name must not be empty")
-        if len(self.name) > MAX_NAME_LENGTH:
-            raise ValueError(f"name must not exceed {MAX_NAME_LENGTH} characters")
-        if self.version is not None and (not isinstance(self.version, str) or not self.version):
-            raise ValueError("version must not be empty")
-        if self.tags is not None:
-            tags = _as_tuple(self.tags, "tags")
-            if any(not isinstance(tag, str) or not tag for tag in tags):
-                raise ValueError("Tag values must not be empty")
-            object.__setattr__(self, "tags", tags or None)
-        if self.prefix is not None and (not isinstance(self.prefix, str) or not self.prefix):
-            raise ValueError("prefix must not be empty")
-        if not isinstance(self.host, str) or not self.host.strip():
-            raise ValueError("Host must not be empty")
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
-            raise ValueError(f"Port must be between 1 and 65535, got {self.port}")
-        if self.log_level is not None:
-            object.__setattr__(self, "log_level", normalize_log_level(self.log_level))
-        for what in ("allowed_hosts", "allowed_origins"):
-            entries = _as_tuple(getattr(self, what), what)
-            if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
-                raise ValueError(f"{what} entries must not be empty")
-            object.__setattr__(self, what, tuple(entry.strip() for entry in entries))
-        if not self.shutdown_timeout >= 0:
-            raise ValueError(f"shutdown_timeout must be >= 0, got {self.shutdown_timeout}")
-        object.__setattr__(self, "explorer_prefix", _check_prefix(self.explorer_prefix))
-        if self.execute_token is not None and len(self.execute_token) < 16:
-            raise ValueError("execute_token must be at least 16 characters")
+        for check in _CHECKS:
+            check(self)
 
     @property
     def is_loopback(self) -> bool:
-        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+        return is_loopback_host(self.host)
 
     def server_version(self) -> str:
         from apcore_mcp import __version__
 
         return self.version or __version__
 
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
 
-RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai")
+
+def is_loopback_host(host: str) -> bool:
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def options() -> Iterator[Option]:
+    """Every setting's ``Option``, in declaration order."""
+    for item in dataclasses.fields(Settings):
+        spec = item.metadata.get("spec")
+        if spec is None:
+            continue
+        dashed = item.name.replace("_", "-")
+        flag = spec["flag"]
+        if flag == "":
+            flag = f"--no-{dashed}" if spec["kind"] == "bool" and item.default is True else f"--{dashed}"
+        env = spec["env"]
+        if env == "":
+            env = item.name.upper()
+        yield Option(
+            name=item.name,
+            help=spec["help"],
+            group=spec["group"],
+            kind=spec["kind"],
+            flag=flag,
+            env=env,
+            choices=spec["choices"],
+            metavar=spec["metavar"],
+            secret=spec["secret"],
+            default_text=spec["default_text"],
+        )
+
+
+def default_of(name: str) -> Any:
+    for item in dataclasses.fields(Settings):
+        if item.name == name:
+            return item.default
+    raise KeyError(name)
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+def _set(settings: Settings, name: str, value: Any) -> None:
+    object.__setattr__(settings, name, value)
+
+
+def _check_identity(s: Settings) -> None:
+    if not isinstance(s.name, str) or not s.name:
+        raise SettingError("name", "name must not be empty")
+    if len(s.name) > MAX_NAME_LENGTH:
+        raise SettingError("name", f"name must not exceed {MAX_NAME_LENGTH} characters")
+    if s.version is not None and (not isinstance(s.version, str) or not s.version):
+        raise SettingError("version", "version must not be empty")
+
+
+def _check_filters(s: Settings) -> None:
+    if s.tags is not None:
+        tags = _as_tuple(s.tags, "tags")
+        if any(not isinstance(tag, str) or not tag for tag in tags):
+            raise SettingError("tags", "Tag values must not be empty")
+        _set(s, "tags", tags or None)
+    if s.prefix is not None and (not isinstance(s.prefix, str) or not s.prefix):
+        raise SettingError("prefix", "prefix must not be empty")
+
+
+def _check_network(s: Settings) -> None:
+    if not isinstance(s.host, str) or not s.host.strip():
+        raise SettingError("host", "Host must not be empty")
+    if isinstance(s.port, bool) or not isinstance(s.port, int) or not 1 <= s.port <= 65535:
+        raise SettingError("port", f"Port must be between 1 and 65535, got {s.port}")
+    for what in ("allowed_hosts", "allowed_origins"):
+        entries = _as_tuple(getattr(s, what), what)
+        if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
+            raise SettingError(what, f"{what} entries must not be empty")
+        _set(s, what, tuple(entry.strip() for entry in entries))
+
+
+def _check_protocol(s: Settings) -> None:
+    if s.approval not in APPROVAL_MODES:
+        raise SettingError("approval", f"approval must be one of: {', '.join(APPROVAL_MODES)}, got {s.approval!r}")
+    keys = _as_tuple(s.request_state_keys, "request_state_keys")
+    if any(not isinstance(key, str) or len(key) < 32 for key in keys):
+        raise SettingError("request_state_keys", "request_state_keys entries must be at least 32 characters")
+    _set(s, "request_state_keys", keys)
+    if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
+        raise SettingError("prompts_dir", "prompts_dir must not be empty")
+
+
+def _check_service(s: Settings) -> None:
+    if isinstance(s.shutdown_timeout, bool) or not isinstance(s.shutdown_timeout, int | float):
+        raise SettingError("shutdown_timeout", f"shutdown_timeout must be a number, got {s.shutdown_timeout!r}")
+    if not s.shutdown_timeout >= 0:
+        raise SettingError("shutdown_timeout", f"shutdown_timeout must be >= 0, got {s.shutdown_timeout}")
+    _set(s, "explorer_prefix", _check_prefix(s.explorer_prefix))
+    if s.execute_token is not None and len(s.execute_token) < 16:
+        raise SettingError("execute_token", "execute_token must be at least 16 characters")
+    if s.log_level is not None:
+        try:
+            _set(s, "log_level", normalize_log_level(s.log_level))
+        except ValueError as exc:
+            raise SettingError("log_level", str(exc)) from None
+
+
+_CHECKS: tuple[Callable[[Settings], None], ...] = (
+    _check_identity,
+    _check_filters,
+    _check_network,
+    _check_protocol,
+    _check_service,
+)
+
+RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")
 
 
 def _check_prefix(prefix: str) -> str:
     """``/explorer`` and ``/explorer/`` alike become ``/explorer``; it must not shadow a route."""
     if not isinstance(prefix, str) or not prefix.startswith("/"):
-        raise ValueError(f"explorer_prefix must start with '/', got {prefix!r}")
+        raise SettingError("explorer_prefix", f"explorer_prefix must start with '/', got {prefix!r}")
     normalized = prefix.rstrip("/")
     if not normalized or any(normalized == path or normalized.startswith(path + "/") for path in RESERVED_PATHS):
-        raise ValueError(f"explorer_prefix {prefix!r} would shadow another route")
+        raise SettingError("explorer_prefix", f"explorer_prefix {prefix!r} would shadow another route")
     return normalized
 
 
@@ -130,3 +361,13 @@ def configure_logging(level: str | None) -> None:
     numeric = getattr(logging, normalize_log_level(level))
     logging.basicConfig(level=numeric, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apcore_mcp").setLevel(numeric)
+
+
+def parameters_table() -> str:
+    """The README's table of ``serve()`` / ``MCPServer`` / ``Settings`` keyword arguments."""
+    rows = []
+    for opt in options():
+        default = default_of(opt.name)
+        shown = opt.default_text or ("`None`" if default is None else f"`{default!r}`")
+        rows.append(f"| `{opt.name}` | {shown} | {opt.help} |")
+    return "\n".join(["| parameter | default | meaning |", "| --- | --- | --- |", *rows])
