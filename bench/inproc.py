@@ -23,8 +23,9 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.calls import CallRouter, to_call_tool_result
+from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.mcp.results import call_result
 from apcore_mcp.openai import to_openai_tools, tools_from_records
 from apcore_mcp.settings import Settings
 from bench.bare_server import build_bare_server
@@ -131,9 +132,9 @@ def call_overhead(extensions: Path, calls: int = 1000) -> dict[str, Any]:
             t0 = time.perf_counter()
             await executor.call_async(ECHO_ID, arguments, Context.create())
             t1 = time.perf_counter()
-            result = to_call_tool_result(await router.call(ECHO_ID, arguments))
+            result = call_result(await router.call(ECHO_ID, arguments), modern=False)
             t2 = time.perf_counter()
-            assert not result.is_error
+            assert not result["isError"]
             if i >= 50:  # warm-up
                 base.append((t1 - t0) * 1000)
                 ours.append((t2 - t1) * 1000)

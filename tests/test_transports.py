@@ -44,12 +44,15 @@ async def test_call_returns_json_text_and_structured_content(connect: OpenClient
     assert result.is_error is False
     assert json.loads(result.content[0].text) == {"echo": "hi hi"}
     assert result.structured_content == {"echo": "hi hi"}
-    assert json.loads(values.content[0].text) == {
-        "when": "2026-01-02 03:04:05",
+    # Declared formats survive: ISO 8601 date-times, UUIDs and paths as strings, bytes as text (never a repr).
+    expected = {
+        "when": "2026-01-02T03:04:05",
         "id": "12345678-1234-5678-1234-567812345678",
         "path": "/srv/data",
-        "raw": "b'xy'",
+        "raw": "xy",
     }
+    assert json.loads(values.content[0].text) == expected
+    assert values.structured_content == expected
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,15 @@
-"""The call path: every tool call goes through the apcore ``Executor``, and never raises."""
+"""The call path: every tool call goes through the apcore ``Executor``, and never raises.
+
+One run path for every edge: the caller builds a ``CallContext``, ``CallRouter.call`` turns
+it into apcore's ``Context``, runs the module (streamed through ``Executor.stream`` when the
+module streams and the client asked for progress), and returns a ``CallOutcome``: a rendered
+result, a safe error, or the questions of a 2026-07-28 input-required round. A cancelled
+call sets its ``CancelToken`` and re-raises the cancellation.
+"""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -10,15 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import mcp.types as types
-from apcore import Context
 
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.content import OutputError, RenderedOutput, dump_json, render_output, to_json_value
+from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
+from apcore_mcp.records import ToolRecord
+from apcore_mcp.types import ModuleInvoker
 
 logger = logging.getLogger(__name__)
 
 SERIALIZATION_ERROR = "Failed to serialize module output"
+CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,27 +36,46 @@ class CallOutcome:
     """The result of one call, before it is rendered for a transport."""
 
     tool: str
-    output: dict[str, Any] | None = None
-    text: str = ""
-    structured: bool = False
+    rendered: RenderedOutput | None = None
     error: SafeError | None = None
+    input_required: InputRequired | None = None
+    missing_capability: ClientCapabilityMissing | None = None
+    value: Any = None
+    """The raw module output, for edges that render it themselves (``read_module``)."""
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.error is None and self.input_required is None and self.missing_capability is None
+
+    @property
+    def kind(self) -> str:
+        """``ok``, ``input_required``, ``missing_capability`` or the error kind (the metrics label)."""
+        if self.error is not None:
+            return self.error.kind
+        if self.input_required is not None:
+            return "input_required"
+        if self.missing_capability is not None:
+            return "missing_capability"
+        return "ok"
+
+    @property
+    def text(self) -> str:
+        return self.rendered.text if self.rendered is not None else ""
+
+
+Observer = Callable[[str, str, float], None]
+"""``(tool, outcome kind, seconds)`` after each call, cancelled ones included."""
 
 
 class CallRouter:
-    """Runs tool calls for one server: catalog check, ``Executor.call_async``, safe errors.
+    """Runs tool calls for one server: catalog check, the Executor, safe errors, calls in flight."""
 
-    Also counts calls in flight so a shutdown can let them finish.
-    """
-
-    def __init__(self, executor: Any, catalog: ToolCatalog) -> None:
+    def __init__(self, executor: ModuleInvoker, catalog: ToolCatalog, *, max_output_bytes: int | None = None) -> None:
         self.executor = executor
         self.catalog = catalog
+        self.max_output_bytes = max_output_bytes
         self._in_flight = 0
-        self.observers: list[Callable[[CallOutcome, float], None]] = []
+        self.observers: list[Observer] = []
 
     @property
     def in_flight(self) -> int:
@@ -57,53 +86,94 @@ class CallRouter:
         while self._in_flight:  # noqa: ASYNC110 - a counter, not an event, keeps the hot path cheap
             await anyio.sleep(poll_seconds)
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
-        """Call the tool ``name``; errors come back as an outcome, never as an exception."""
-        started = time.perf_counter()
-        outcome = await self._call(name, arguments)
-        if self.observers:
-            elapsed = time.perf_counter() - started
-            for observe in self.observers:
-                observe(outcome, elapsed)
-        return outcome
+    async def call(self, name: str, arguments: dict[str, Any] | None, call: CallContext | None = None) -> CallOutcome:
+        """Call the tool ``name``; errors come back as an outcome, never as an exception.
 
-    async def _call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
+        Raises:
+            asyncio.CancelledError: the call was cancelled (its token is set first).
+        """
+        call = call if call is not None else CallContext(origin="direct")
+        started = time.perf_counter()
+        kind = CANCELLED
+        try:
+            outcome = await self._call(name, arguments if arguments is not None else {}, call)
+            kind = outcome.kind
+            return outcome
+        except asyncio.CancelledError:
+            call.cancel_token.cancel()
+            logger.info("Tool call cancelled: %s", name)
+            raise
+        finally:
+            if self.observers:
+                elapsed = time.perf_counter() - started
+                for observe in self.observers:
+                    observe(name, kind, elapsed)
+
+    async def _call(self, name: str, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         logger.debug("Tool call: %s", name)
-        arguments = arguments if arguments is not None else {}
         record = self.catalog.get(name)
         if record is None:
             # Filtered-out and unknown modules look the same: neither exists for this client.
             return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
+        outcome = await self._execute(record, arguments, call)
+        return self._success(record, outcome.value) if outcome.ok else outcome
+
+    async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
+        """Run a resource module; the outcome's ``value`` is its raw output."""
+        return await self._execute(record, inputs, call)
+
+    async def _execute(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         self._in_flight += 1
         try:
-            output = await self.executor.call_async(name, arguments, Context.create())
+            output = await self._run(record, arguments, call)
+        except InputRequired as question:
+            return CallOutcome(tool=record.name, input_required=question)
+        except ClientCapabilityMissing as missing:
+            return CallOutcome(tool=record.name, missing_capability=missing)
         except Exception as exc:  # noqa: BLE001 - the edge: nothing may reach the SDK
-            log_call_error(name, exc)
-            return CallOutcome(tool=name, error=to_safe_error(exc, arguments, record.input_schema))
+            log_call_error(record.name, exc)
+            return CallOutcome(tool=record.name, error=to_safe_error(exc, arguments, record.input_schema))
         finally:
             self._in_flight -= 1
-        return _success(name, output, structured=record.has_output_schema)
+        return CallOutcome(tool=record.name, value=output)
+
+    async def _run(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> Any:
+        context = call.to_apcore()
+        if record.streaming and call.peer is not None and call.meta.get("progressToken") is not None:
+            return await self._stream(record, arguments, context, call)
+        return await self.executor.call_async(record.name, arguments, context)
+
+    async def _stream(self, record: ToolRecord, arguments: dict[str, Any], context: Any, call: CallContext) -> Any:
+        """FR-STREAM-001: each chunk is progress 1, 2, 3... (message = the chunk as JSON); returns the last output.
+
+        The result is the Executor's own accumulation (deep-merged chunks), validated after
+        the stream by its post-stream steps.
+        """
+        count = 0
+        merged: dict[str, Any] = {}
+        async for chunk in self.executor.stream(record.name, arguments, context):
+            count += 1
+            _merge(merged, chunk)
+            await call.report_progress(count, None, dump_json(to_json_value(chunk)))
+        return merged
+
+    def _success(self, record: ToolRecord, output: Any) -> CallOutcome:
+        try:
+            rendered = render_output(output, record.layout, self.max_output_bytes)
+        except OutputError as exc:
+            log_call_error(record.name, exc)
+            message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
+            return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
+        return CallOutcome(tool=record.name, rendered=rendered)
 
 
-def _success(name: str, output: Any, *, structured: bool) -> CallOutcome:
-    try:
-        text = json.dumps(output, default=str, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        log_call_error(name, exc)
-        return CallOutcome(tool=name, error=SafeError("internal", SERIALIZATION_ERROR))
-    if not isinstance(output, dict):
-        return CallOutcome(tool=name, text=text)
-    # The JSON round trip turns dates, paths and UUIDs into the strings the text shows.
-    plain = json.loads(text) if structured else output
-    return CallOutcome(tool=name, output=plain, text=text, structured=structured)
-
-
-def to_call_tool_result(outcome: CallOutcome) -> types.CallToolResult:
-    """Render an outcome as an MCP ``CallToolResult``."""
-    if outcome.error is not None:
-        return types.CallToolResult(content=[types.TextContent(text=outcome.error.message)], is_error=True)
-    return types.CallToolResult(
-        content=[types.TextContent(text=outcome.text)],
-        structured_content=outcome.output if outcome.structured else None,
-        is_error=False,
-    )
+def _merge(target: dict[str, Any], chunk: Any) -> None:
+    """Deep-merge a stream chunk into the accumulated output (objects merge, anything else replaces)."""
+    if not isinstance(chunk, dict):
+        return
+    for key, value in chunk.items():
+        current = target.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            _merge(current, value)
+        else:
+            target[key] = value

@@ -34,7 +34,9 @@ class ToolCatalog:
         self._prefix = prefix
         self._lock = threading.Lock()
         self._records: dict[str, ToolRecord] = {}
+        self._tools: dict[str, ToolRecord] = {}
         self._snapshot: tuple[ToolRecord, ...] = ()
+        self._resources: tuple[ToolRecord, ...] = ()
         self._mcp_tools: list[types.Tool] = []
         self._listeners: list[ChangeListener] = []
         self._watching = False
@@ -44,11 +46,20 @@ class ToolCatalog:
     # -- reading -----------------------------------------------------------------------
 
     def get(self, name: str) -> ToolRecord | None:
-        return self._records.get(name)
+        """The tool ``name`` (a module serving a resource is not a tool)."""
+        return self._tools.get(name)
 
     def records(self) -> tuple[ToolRecord, ...]:
-        """An immutable snapshot, sorted by name."""
+        """The tools: an immutable snapshot, sorted by name."""
         return self._snapshot
+
+    def resource_records(self) -> tuple[ToolRecord, ...]:
+        """Modules serving resources (``record.resource`` set), sorted by name."""
+        return self._resources
+
+    def module(self, name: str) -> ToolRecord | None:
+        """Any served module by id, tool or resource."""
+        return self._records.get(name)
 
     def mcp_tools(self) -> list[types.Tool]:
         """The MCP rendering of the snapshot (a fresh list; the tools themselves are shared)."""
@@ -79,7 +90,10 @@ class ToolCatalog:
             return None
 
     def _publish_locked(self) -> None:
-        self._snapshot = tuple(self._records[name] for name in sorted(self._records))
+        ordered = [self._records[name] for name in sorted(self._records)]
+        self._snapshot = tuple(record for record in ordered if record.resource is None)
+        self._resources = tuple(record for record in ordered if record.resource is not None)
+        self._tools = {record.name: record for record in self._snapshot}
         self._mcp_tools = [record.mcp_tool for record in self._snapshot]
         self.generation += 1
 

@@ -55,6 +55,17 @@ class InputRequired(BaseException):
         self.answers = answers
 
 
+class ClientCapabilityMissing(BaseException):
+    """Raised when a call *requires* asking the client something it did not declare it can answer.
+
+    The 2026-07-28 edge answers -32021 with ``requiredCapabilities``; the handshake edge an error result.
+    """
+
+    def __init__(self, kind: InputKind) -> None:
+        super().__init__(f"the client did not declare the {kind} capability")
+        self.kind = kind
+
+
 class Peer(Protocol):
     """The client behind one call, as the edge that received the call can reach it."""
 
@@ -75,7 +86,7 @@ class Peer(Protocol):
         """
         ...  # pragma: no cover
 
-    async def log(self, level: LogLevel, data: Any, logger: str | None) -> None: ...  # pragma: no cover
+    async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None: ...  # pragma: no cover
 
 
 @dataclass(eq=False)
@@ -123,8 +134,18 @@ class CallContext:
         self._asked += 1
         return f"{prefix}-{self._asked}"
 
-    async def request_inputs(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
-        """Ask the client several things at once; an answer is ``None`` when it cannot be asked."""
+    async def request_inputs(
+        self, requests: dict[str, dict[str, Any]], *, required: bool = False
+    ) -> dict[str, dict[str, Any] | None]:
+        """Ask the client several things at once; an answer is ``None`` when it cannot be asked.
+
+        Raises:
+            ClientCapabilityMissing: ``required`` and a request is one the client cannot take.
+        """
+        if required:
+            for request in requests.values():
+                if not self._can_ask(request):
+                    raise ClientCapabilityMissing(_KIND_OF_METHOD.get(str(request.get("method")), "elicitation"))
         if self.peer is None:
             return dict.fromkeys(requests)
         askable = {key: request for key, request in requests.items() if self._can_ask(request)}
@@ -205,18 +226,21 @@ async def sample(
     *,
     max_tokens: int,
     key: str | None = None,
+    required: bool = False,
     **params: Any,
 ) -> dict[str, Any] | None:
     """Ask the client's model (``sampling/createMessage``): the result dict, or ``None`` if it cannot be asked.
 
     ``params`` are further wire fields (``systemPrompt``, ``temperature``, ``modelPreferences``...).
+    With ``required``, a client without the sampling capability fails the call instead
+    (2026-07-28: error -32021 naming the capability).
     """
     call = call_context(context)
     if call is None:
         return None
     request = {"method": "sampling/createMessage", "params": {"messages": messages, "maxTokens": max_tokens, **params}}
     key = key or call.next_key("sample")
-    return (await call.request_inputs({key: request}))[key]
+    return (await call.request_inputs({key: request}, required=required))[key]
 
 
 async def list_roots(context: Any, *, key: str | None = None) -> list[dict[str, Any]] | None:
@@ -229,12 +253,14 @@ async def list_roots(context: Any, *, key: str | None = None) -> list[dict[str, 
     return None if answer is None else list(answer.get("roots", []))
 
 
-async def request_inputs(context: Any, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+async def request_inputs(
+    context: Any, requests: dict[str, dict[str, Any]], *, required: bool = False
+) -> dict[str, dict[str, Any] | None]:
     """Ask several things in one round: ``{key: {"method": ..., "params": ...}}`` -> ``{key: result or None}``."""
     call = call_context(context)
     if call is None:
         return dict.fromkeys(requests)
-    return await call.request_inputs(requests)
+    return await call.request_inputs(requests, required=required)
 
 
 async def log_message(context: Any, level: LogLevel, data: Any, logger: str | None = None) -> None:

@@ -11,8 +11,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from apcore.cancel import ExecutionCancelledError
 from apcore.errors import (
     ACLDeniedError,
+    ApprovalError,
+    ApprovalPendingError,
+    ApprovalTimeoutError,
     CallDepthExceededError,
     CallFrequencyExceededError,
     CircularCallError,
@@ -25,7 +29,18 @@ from apcore.errors import (
 
 logger = logging.getLogger(__name__)
 
-ErrorKind = Literal["not_found", "invalid_input", "access_denied", "timeout", "refused", "module", "internal"]
+ErrorKind = Literal[
+    "not_found",
+    "invalid_input",
+    "access_denied",
+    "approval",
+    "timeout",
+    "cancelled",
+    "refused",
+    "module",
+    "output",
+    "internal",
+]
 
 INTERNAL_ERROR = "Internal error occurred"
 _UNEXPECTED_CODES = frozenset({"MODULE_EXECUTE_ERROR"})
@@ -53,6 +68,10 @@ def to_safe_error(
         return SafeError("invalid_input", format_validation_error(error, arguments, input_schema))
     if isinstance(error, ACLDeniedError):
         return SafeError("access_denied", "Access denied")
+    if isinstance(error, ApprovalError):
+        return SafeError("approval", approval_message(error))
+    if isinstance(error, ExecutionCancelledError):
+        return SafeError("cancelled", "Call cancelled")
     if isinstance(error, ModuleTimeoutError):
         return SafeError("timeout", f"Module timed out after {_detail(error, 'timeout_ms', 0)}ms")
     if isinstance(error, InvalidInputError):
@@ -68,6 +87,19 @@ def to_safe_error(
     return SafeError("internal", INTERNAL_ERROR)
 
 
+def approval_message(error: ApprovalError) -> str:
+    """Why an approval-gated module did not run, and (in the handler's reason) what would allow it."""
+    module_id = _detail(error, "module_id", "") or "the tool"
+    reason = getattr(getattr(error, "result", None), "reason", None)
+    if isinstance(error, ApprovalPendingError):
+        reason = reason or "its approval is still pending"
+    elif isinstance(error, ApprovalTimeoutError):
+        reason = reason or "the confirmation was not answered in time"
+    else:
+        reason = reason or "it was not approved"
+    return f"Not run: {module_id} requires approval and {reason}."
+
+
 def is_unexpected(error: BaseException) -> bool:
     """True for failures that are bugs rather than refusals: these are logged with a traceback."""
     return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES or is_output_error(error)
@@ -78,14 +110,23 @@ def is_output_error(error: BaseException) -> bool:
     return isinstance(error, SchemaValidationError) and str(error.message).startswith("Output validation")
 
 
+_QUIET = (ACLDeniedError, ApprovalError, ExecutionCancelledError, ModuleNotFoundError)
+
+
 def log_call_error(tool_name: str, error: BaseException) -> None:
-    """Log a failed call server-side with everything the client was not told."""
+    """Log a failed call server-side with everything the client was not told.
+
+    A server fault is an ERROR with its traceback; a caller's mistake or a refusal is not the
+    server failing: INFO (refusals, cancellations) or WARNING (bad input, timeouts), no traceback.
+    """
     message = getattr(error, "message", None) or str(error)
     text = "Tool call error: %s - %s: %s"
     if is_unexpected(error):
         logger.error(text, tool_name, type(error).__name__, message, exc_info=error)
+    elif isinstance(error, _QUIET):
+        logger.info(text, tool_name, type(error).__name__, message)
     else:
-        logger.error(text, tool_name, type(error).__name__, message)
+        logger.warning(text, tool_name, type(error).__name__, message)
 
 
 def _detail(error: ModuleError, key: str, default: Any) -> Any:

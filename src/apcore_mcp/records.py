@@ -8,6 +8,8 @@ from typing import Any
 import mcp.types as types
 
 from apcore_mcp import behaviour
+from apcore_mcp.content import OutputLayout, output_layout
+from apcore_mcp.resources import ResourceSpec, resource_spec
 from apcore_mcp.schema import to_input_schema, to_output_schema
 
 
@@ -28,15 +30,28 @@ class ToolRecord:
     annotations: Any | None = None
     tags: tuple[str, ...] = ()
     documentation: str = ""
+    resource: ResourceSpec | None = None
+    """Set when the module serves a resource (read through the Executor) instead of a tool."""
+    layout: OutputLayout = field(init=False, repr=False, compare=False)
     mcp_tool: types.Tool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Rendered once: tools/list then costs a list copy, not a model build per tool.
+        # Computed once: a call renders its output with the layout, tools/list costs a list copy.
+        object.__setattr__(self, "layout", output_layout(self.output_schema))
         object.__setattr__(self, "mcp_tool", to_mcp_tool(self))
 
     @property
     def has_output_schema(self) -> bool:
-        return bool(self.output_schema)
+        """Whether calls carry ``structuredContent`` (an object schema beyond content blocks)."""
+        return self.layout.structured
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.meta.get("apcore/streaming"))
+
+    @property
+    def requires_approval(self) -> bool:
+        return bool(self.meta.get("apcore/requiresApproval"))
 
 
 def build_record(descriptor: Any) -> ToolRecord:
@@ -61,6 +76,7 @@ def build_record(descriptor: Any) -> ToolRecord:
         annotations=module_annotations,
         tags=tuple(descriptor.tags or ()),
         documentation=descriptor.documentation or "",
+        resource=resource_spec(descriptor.module_id, descriptor.description or "", descriptor.metadata),
     )
 
 
@@ -70,7 +86,7 @@ def to_mcp_tool(record: ToolRecord) -> types.Tool:
         name=record.name,
         description=record.description,
         input_schema=record.input_schema,
-        output_schema=record.output_schema or None,
+        output_schema=record.layout.structured_schema or None,
         annotations=types.ToolAnnotations(
             read_only_hint=record.hints["readOnlyHint"],
             destructive_hint=record.hints["destructiveHint"],

@@ -182,6 +182,13 @@ class Settings:
         metavar="KEY[,KEY]",
         secret=True,
     )
+    input_timeout: float = option(
+        300.0,
+        "seconds a handshake-era client gets to answer an elicitation, sampling or roots request "
+        "(an unanswered approval is a rejection)",
+        group="protocol",
+        kind="float",
+    )
     prompts_dir: str | None = option(
         None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
     )
@@ -201,6 +208,12 @@ class Settings:
     )
     shutdown_timeout: float = option(
         3.0, "seconds calls in flight get to finish on shutdown", group="service", kind="float"
+    )
+    max_output_bytes: int = option(
+        16 * 1024 * 1024,
+        "largest tool result sent, in bytes of JSON; a larger one is an error result",
+        group="limits",
+        kind="int",
     )
     log_level: str | None = option(
         None,
@@ -313,6 +326,13 @@ def _check_protocol(s: Settings) -> None:
     _set(s, "request_state_keys", keys)
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
+    _positive(s, "input_timeout")
+
+
+def _positive(s: Settings, name: str) -> None:
+    value = getattr(s, name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise SettingError(name, f"{name} must be a positive number, got {value!r}")
 
 
 def _check_service(s: Settings) -> None:
@@ -330,12 +350,20 @@ def _check_service(s: Settings) -> None:
             raise SettingError("log_level", str(exc)) from None
 
 
+def _check_limits(s: Settings) -> None:
+    if isinstance(s.max_output_bytes, bool) or not isinstance(s.max_output_bytes, int) or s.max_output_bytes < 1024:
+        raise SettingError(
+            "max_output_bytes", f"max_output_bytes must be an integer >= 1024, got {s.max_output_bytes!r}"
+        )
+
+
 _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_identity,
     _check_filters,
     _check_network,
     _check_protocol,
     _check_service,
+    _check_limits,
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")

@@ -25,19 +25,26 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.content import RenderedOutput
+from apcore_mcp.context import CallContext
 from apcore_mcp.records import ToolRecord
 
 logger = logging.getLogger(__name__)
 
 PAGE_NAME = "explorer.html"
 MAX_BODY_BYTES = 4 * 1024 * 1024
+CONFIRM_HEADER = "x-apcore-confirm"
+"""Set to the tool's name by the page once the person confirmed the call in its dialog."""
 _STATUS_BY_KIND = {
     "not_found": 404,
     "invalid_input": 400,
     "access_denied": 403,
+    "approval": 403,
     "refused": 429,
     "timeout": 504,
+    "cancelled": 499,
     "module": 500,
+    "output": 500,
     "internal": 500,
 }
 
@@ -61,7 +68,8 @@ def content_security_policy(html: str) -> str:
 
     return (
         f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
-        "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        "connect-src 'self'; img-src 'self' data:; media-src data:; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
     )
 
 
@@ -148,8 +156,12 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
             return _error(401, "A valid explorer token is required", {"WWW-Authenticate": "Bearer"})
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             return _error(415, "Content-Type must be application/json")
-        if catalog.get(name) is None:
+        record = catalog.get(name)
+        if record is None:
             return _error(404, f"Tool '{name}' not found")
+        confirmed = request.headers.get(CONFIRM_HEADER) == name
+        if needs_confirmation(record) and not confirmed:
+            return confirmation_required(record)
         body = await _read_body(request)
         if body is None:
             return _error(413, f"Request body exceeds {MAX_BODY_BYTES} bytes")
@@ -159,11 +171,13 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
             return _error(400, "Request body is not valid JSON")
         if not isinstance(arguments, dict):
             return _error(400, "Request body must be a JSON object of tool arguments")
-        outcome = await bridge.router.call(name, arguments)
+        call = CallContext(origin="explorer", confirmed=confirmed)
+        outcome = await bridge.router.call(name, arguments, call)
         if outcome.error is not None:
             return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
-        # outcome.text is the output already rendered as JSON: wrap it, do not parse it again.
-        return Response(b'{"result":' + outcome.text.encode() + b"}", media_type="application/json")
+        if outcome.rendered is None:
+            return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")
+        return Response(result_body(outcome.rendered), media_type="application/json")
 
     return [
         Route(prefix, redirect, methods=["GET"]),
@@ -173,6 +187,39 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
         Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}/call", call_tool, methods=["POST"]),
     ]
+
+
+def needs_confirmation(record: ToolRecord) -> bool:
+    """A destructive or approval-gated tool never runs on one click."""
+    return record.requires_approval or record.hints.get("destructiveHint", False)
+
+
+def confirmation_required(record: ToolRecord) -> JSONResponse:
+    """428: the page asks the person in a dialog, then repeats the call with the confirmation header."""
+    reasons = [
+        reason
+        for flag, reason in (
+            (record.requires_approval, "requires approval"),
+            (record.hints.get("destructiveHint", False), "is destructive"),
+        )
+        if flag
+    ]
+    return JSONResponse(
+        {
+            "error": f"{record.name} {' and '.join(reasons)}: confirm the call to run it",
+            "confirm": {"tool": record.name, "description": record.description, "header": CONFIRM_HEADER},
+        },
+        status_code=428,
+    )
+
+
+def result_body(rendered: RenderedOutput) -> bytes:
+    """``{"result": <structured output or null>, "content": [<media blocks>]}``; the JSON text is reused."""
+    media = [block for block in rendered.blocks if not (block.get("type") == "text" and block["text"] == rendered.text)]
+    body = b'{"result":' + (rendered.text or "null").encode()
+    if media:
+        body += b',"content":' + json.dumps(media, ensure_ascii=False).encode()
+    return body + b"}"
 
 
 async def _read_body(request: Request) -> bytes | None:

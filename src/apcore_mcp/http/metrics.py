@@ -14,7 +14,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from apcore_mcp.bridge import Bridge
-    from apcore_mcp.calls import CallOutcome
 
 UNKNOWN_TOOL = "_unknown"
 CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -31,7 +30,7 @@ class Metrics:
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.calls = Counter(
             "apcore_mcp_tool_calls",
-            "Tool calls by tool and outcome (ok, or the error kind)",
+            "Tool calls by tool and outcome (ok, cancelled, input_required, or the error kind)",
             ["tool", "outcome"],
             registry=self.registry,
         )
@@ -62,9 +61,9 @@ class Metrics:
             registry=self.registry,
         )
 
-    def observe_call(self, outcome: CallOutcome, seconds: float) -> None:
-        tool = outcome.tool if self._catalog.get(outcome.tool) is not None else UNKNOWN_TOOL
-        kind = "ok" if outcome.error is None else outcome.error.kind
+    def observe_call(self, name: str, kind: str, seconds: float) -> None:
+        """Count one call: ``kind`` is ``ok``, ``cancelled``, ``input_required`` or the error kind."""
+        tool = name if self._catalog.get(name) is not None else UNKNOWN_TOOL
         children = self._children.get((tool, kind))
         if children is None:
             children = self._children[(tool, kind)] = (

@@ -18,6 +18,9 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
 
+from apcore_mcp.mcp.peer import connection_of
+from apcore_mcp.mcp.resources import Subscriptions
+
 logger = logging.getLogger(__name__)
 
 
@@ -33,7 +36,10 @@ class ListChangedNotifier:
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: set[str] = set()
+        self._updated: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.subscriptions: Subscriptions | None = None
+        """Resource subscriptions of handshake-era connections, told when a subscribed URI changes."""
 
     @property
     def connection_count(self) -> int:
@@ -43,7 +49,7 @@ class ListChangedNotifier:
         self._loop = asyncio.get_running_loop()
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized":
-            connection = _connection_of(ctx)
+            connection = connection_of(ctx)
             if connection is not None and connection.has_standalone_channel:
                 self._connections.add(connection)
                 connection.exit_stack.callback(self._connections.discard, connection)
@@ -53,20 +59,24 @@ class ListChangedNotifier:
         """Deliver on ``loop`` (also learned from the first request it serves)."""
         self._loop = loop
 
-    def changed(self, *, tools: bool = True, resources: bool = False) -> None:
-        """Announce a change; safe to call from any thread, a no-op before any client came."""
+    def changed(self, *, tools: bool = True, resources: bool = False, updated: tuple[str, ...] = ()) -> None:
+        """Announce a change (and resource URIs whose content changed); safe from any thread.
+
+        A no-op before any client came.
+        """
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         kinds = {kind for kind, flag in (("tools", tools), ("resources", resources)) if flag}
         try:
-            loop.call_soon_threadsafe(self._schedule, kinds)
+            loop.call_soon_threadsafe(self._schedule, kinds, updated)
         except RuntimeError:  # the loop closed between the check and the call
             logger.debug("List change not delivered: the event loop is closed")
 
-    def _schedule(self, kinds: set[str]) -> None:
-        start = not self._pending
+    def _schedule(self, kinds: set[str], updated: tuple[str, ...] = ()) -> None:
+        start = not self._pending and not self._updated
         self._pending |= kinds
+        self._updated.update(updated)
         if start:
             task = asyncio.get_running_loop().create_task(self._broadcast())
             self._tasks.add(task)
@@ -75,6 +85,11 @@ class ListChangedNotifier:
     async def _broadcast(self) -> None:
         await asyncio.sleep(0)  # let a burst of changes from the same tick coalesce
         kinds, self._pending = self._pending, set()
+        updated, self._updated = self._updated, set()
+        if self.subscriptions is not None:
+            for uri in sorted(updated):
+                for subscriber in self.subscriptions.subscribers(uri):
+                    await subscriber.send_resource_updated(uri)
         connections = list(self._connections)
         logger.debug("Broadcasting %s list change to %d connection(s)", sorted(kinds), len(connections))
         for connection in connections:
@@ -90,10 +105,3 @@ class ListChangedNotifier:
                 await self.bus.publish(ResourcesListChanged())
         except Exception:
             logger.warning("List change not delivered to subscription streams", exc_info=True)
-
-
-def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
-    # The SDK hands handlers a per-request ServerSession; the connection it serves is the
-    # long-lived object worth keeping. There is no public accessor for it in mcp 2.3.
-    connection = getattr(ctx.session, "_connection", None)
-    return connection if isinstance(connection, Connection) else None

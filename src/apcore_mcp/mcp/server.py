@@ -1,21 +1,41 @@
-"""The low-level MCP server: tools and documentation resources over a ``ToolCatalog``."""
+"""The low-level MCP server: tools, resources, prompts, completion and logging over one catalog.
+
+Both protocol eras are served by the same ``Server``: 2025-11-25 handshake clients (sessions,
+server-to-client requests, ``logging/setLevel``, resource subscriptions) and 2026-07-28
+stateless clients (input-required rounds with a sealed ``requestState``, per-request log
+levels, ``subscriptions/listen``, caching hints).
+"""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp.types as types
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.caching import CacheHint
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning
 
-from apcore_mcp.calls import CallRouter, to_call_tool_result
+from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.mcp.edge import Edge, Identify, no_identity
 from apcore_mcp.mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.peer import LogLevels, connection_of
+from apcore_mcp.mcp.prompts import PromptHandlers
+from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
+from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
+from apcore_mcp.prompts import Prompt
+from apcore_mcp.settings import Settings
 
-DOCS_SCHEME = "docs://"
+STATIC_LIST_TTL_MS = 60_000
+"""How long list results stay fresh when the catalog cannot change (no ``dynamic``)."""
+REQUEST_STATE_TTL_SECONDS = 600.0
 
 
 class ApcoreServer(Server[Any]):
@@ -26,7 +46,10 @@ class ApcoreServer(Server[Any]):
     """
 
     def __init__(self, name: str, *, version: str, live: bool, **handlers: Any) -> None:
-        super().__init__(name, version=version, **handlers)
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated in 2026-07-28 but still served to handshake clients.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            super().__init__(name, version=version, **handlers)
         self.live = live
 
     def create_initialization_options(
@@ -40,97 +63,87 @@ class ApcoreServer(Server[Any]):
         return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
 
 
-class ToolListCache:
-    """Server middleware answering ``tools/list`` from the previous answer while nothing changed.
+@dataclass
+class ServerParts:
+    """What ``build_server`` wires together (kept by the bridge for notifications)."""
 
-    The SDK validates and serializes the whole result on every request (about 70 ms for
-    1,000 tools); the answer depends only on the catalog and the protocol version, so the
-    wire dict the SDK produced is kept per version and reused until the catalog changes.
-    """
+    server: ApcoreServer
+    subscriptions: Subscriptions
+    log_levels: LogLevels = field(default_factory=LogLevels)
 
-    def __init__(self, catalog: ToolCatalog) -> None:
-        self._catalog = catalog
-        self._answers: dict[str, tuple[int, dict[str, Any]]] = {}
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method != "tools/list" or (ctx.params or {}).get("cursor") is not None:
-            return await call_next(ctx)
-        generation = self._catalog.generation
-        cached = self._answers.get(ctx.protocol_version)
-        if cached is not None and cached[0] == generation:
-            return dict(cached[1])
-        result = await call_next(ctx)
-        if isinstance(result, dict) and generation == self._catalog.generation:
-            self._answers[ctx.protocol_version] = (generation, result)
-            return dict(result)
-        return result
+def cache_hints(live: bool) -> dict[Any, CacheHint]:
+    """Truthful freshness: a catalog that can change live is stale at once; a fixed one for a minute."""
+    hint = CacheHint(ttl_ms=0 if live else STATIC_LIST_TTL_MS, scope="public")
+    read_hint = CacheHint(ttl_ms=0, scope="private")  # resource modules may answer per caller
+    return {
+        "tools/list": hint,
+        "prompts/list": hint,
+        "resources/list": hint,
+        "resources/templates/list": hint,
+        "resources/read": read_hint,
+    }
+
+
+def request_state_boundary(settings: Settings) -> RequestStateBoundary:
+    """Seals ``requestState`` with the configured key ring (the first key seals), or a per-process key."""
+    if settings.request_state_keys:
+        security = RequestStateSecurity(keys=list(settings.request_state_keys), ttl=REQUEST_STATE_TTL_SECONDS)
+    else:
+        security = RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_SECONDS)
+    return RequestStateBoundary(security, default_audience=settings.name)
 
 
 def build_server(
     catalog: ToolCatalog,
     router: CallRouter,
     notifier: ListChangedNotifier,
+    settings: Settings,
     *,
-    name: str,
-    version: str,
-    live: bool,
-) -> ApcoreServer:
+    prompts: Mapping[str, Prompt] | None = None,
+    identify: Identify = no_identity,
+) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
-    With ``live``, list changes reach clients: handshake-era connections through
+    With ``settings.dynamic``, list changes reach clients: handshake-era connections through
     ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``.
     """
+    live = settings.dynamic
+    log_levels = LogLevels()
+    subscriptions = Subscriptions()
+    edge = Edge(identify=identify, log_levels=log_levels, input_timeout=settings.input_timeout)
+    tools = ToolHandlers(catalog, router, edge)
+    resources = ResourceHandlers(catalog, router, edge, subscriptions)
+    prompt_handlers = PromptHandlers(prompts or {}, edge, resources)
 
-    async def list_tools(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=catalog.mcp_tools())
+    async def set_logging_level(
+        ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> HandlerResult:
+        log_levels.set(connection_of(ctx), params.level)
+        return {}
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return to_call_tool_result(await router.call(params.name, params.arguments))
-
-    async def list_resources(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=list_doc_resources(catalog))
-
-    async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        return read_doc_resource(catalog, str(params.uri))
-
+    handlers: dict[str, Any] = {
+        "on_list_tools": tools.list_tools,
+        "on_call_tool": tools.call_tool,
+        "on_list_resources": resources.list_resources,
+        "on_list_resource_templates": resources.list_templates,
+        "on_read_resource": resources.read_resource,
+        "on_subscribe_resource": resources.subscribe,
+        "on_unsubscribe_resource": resources.unsubscribe,
+        "on_completion": prompt_handlers.complete,
+        "on_set_logging_level": set_logging_level,
+    }
+    if prompts:
+        handlers.update(on_list_prompts=prompt_handlers.list_prompts, on_get_prompt=prompt_handlers.get_prompt)
     server = ApcoreServer(
-        name,
-        version=version,
+        settings.name,
+        version=settings.server_version(),
         live=live,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        cache_hints=cache_hints(live),
         on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
+        **handlers,
     )
     server.middleware.append(notifier)
+    server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    return server
-
-
-def list_doc_resources(catalog: ToolCatalog) -> list[types.Resource]:
-    """One ``docs://{module_id}`` resource per module with documentation."""
-    return [
-        types.Resource(
-            uri=f"{DOCS_SCHEME}{record.name}",
-            name=record.name,
-            description=f"Documentation of {record.name}",
-            mime_type="text/plain",
-        )
-        for record in catalog.records()
-        if record.documentation
-    ]
-
-
-def read_doc_resource(catalog: ToolCatalog, uri: str) -> types.ReadResourceResult:
-    """The documentation text behind a ``docs://`` URI.
-
-    Raises:
-        MCPError: ``INVALID_PARAMS`` (the spec's code for an unknown resource) otherwise.
-    """
-    record = catalog.get(uri[len(DOCS_SCHEME) :]) if uri.startswith(DOCS_SCHEME) else None
-    if record is None or not record.documentation:
-        raise MCPError(types.INVALID_PARAMS, f"Resource not found: {uri}", data={"uri": uri})
-    return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=record.documentation)]
-    )
+    return ServerParts(server, subscriptions, log_levels)

@@ -1,0 +1,101 @@
+"""apcore's approval gate answered by the person behind the MCP client, failing closed.
+
+``MCPApprovalHandler`` is the ``ApprovalHandler`` the bridge installs on the Executor it
+builds. For a module with ``requires_approval`` it asks the client's user to confirm, showing
+the module, its description and the arguments: by elicitation in the handshake era, by an
+input-required round in the 2026-07-28 era. Anything but an explicit "yes" (decline, cancel,
+no answer, a client that cannot ask, a call from outside MCP) is a rejection, and the module
+does not run. An ``accept`` is not proof of a human: the ACL stays authoritative.
+
+For an Executor of your own: ``executor.set_approval_handler(MCPApprovalHandler())``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from apcore.approval import ApprovalRequest, ApprovalResult
+
+from apcore_mcp.context import call_context
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_KEY_PREFIX = "approve"
+_MAX_ARGUMENTS_SHOWN = 2000
+
+CANNOT_ASK = (
+    "the client cannot ask its user for confirmation (it does not support elicitation, "
+    "or the connection has no channel back to it); use a client that supports elicitation, "
+    "or the operator may turn approval off with --approval auto"
+)
+NO_CLIENT = "no interactive client is attached to this call; approve it from an MCP client or the explorer"
+
+
+def confirmation_schema(module_id: str) -> dict[str, Any]:
+    """The form a client shows: one required yes/no field."""
+    return {
+        "type": "object",
+        "properties": {
+            "approve": {
+                "type": "boolean",
+                "title": f"Run {module_id}?",
+                "description": "Confirm that this tool may run with the arguments shown.",
+            }
+        },
+        "required": ["approve"],
+    }
+
+
+def confirmation_message(request: ApprovalRequest) -> str:
+    """What the user is asked: the module, what it does, and the exact arguments."""
+    arguments = json.dumps(request.arguments, ensure_ascii=False, sort_keys=True, default=str)
+    if len(arguments) > _MAX_ARGUMENTS_SHOWN:
+        arguments = arguments[:_MAX_ARGUMENTS_SHOWN] + "... (truncated)"
+    lines = [f"The tool {request.module_id} requires your approval before it runs."]
+    if request.description:
+        lines.append(f"What it does: {request.description}")
+    if getattr(request.annotations, "destructive", False):
+        lines.append("It is marked destructive.")
+    lines.append(f"Arguments: {arguments}")
+    return "\n".join(lines)
+
+
+def _rejected(reason: str) -> ApprovalResult:
+    return ApprovalResult(status="rejected", reason=reason)
+
+
+class MCPApprovalHandler:
+    """Confirms ``requires_approval`` calls with the MCP client's user; fails closed."""
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalResult:
+        call = call_context(request.context)
+        if call is None:
+            return _rejected(NO_CLIENT)
+        if call.confirmed:
+            return ApprovalResult(status="approved", approved_by=f"{call.origin} confirmation")
+        if call.peer is None or not call.peer.can_ask("elicitation"):
+            return _rejected(CANNOT_ASK)
+        key = f"{APPROVAL_KEY_PREFIX}-{request.module_id.replace('.', '-')}"
+        answer = await call.elicit_result(
+            confirmation_message(request), confirmation_schema(request.module_id), key=key
+        )
+        return _decide(answer)
+
+    async def check_approval(self, approval_id: str) -> ApprovalResult:
+        return _rejected("approvals are given during the call; there is nothing pending to resume")
+
+
+def _decide(answer: dict[str, Any] | None) -> ApprovalResult:
+    if answer is None:
+        return ApprovalResult(status="timeout", reason="the client did not answer the confirmation request")
+    action = answer.get("action")
+    content = answer.get("content")
+    if action == "accept" and isinstance(content, dict) and content.get("approve") is True:
+        return ApprovalResult(status="approved", approved_by="mcp client user")
+    if action == "accept":
+        return _rejected("the user did not confirm")
+    if action == "cancel":
+        return _rejected("the user cancelled the confirmation")
+    return _rejected("the user declined")
