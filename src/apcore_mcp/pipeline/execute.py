@@ -145,7 +145,7 @@ async def _run_sync(
     timeout_s: float | None,
     token: CancelToken,
 ) -> Any:
-    job = pool.submit(fn, inputs, context)
+    job = pool.submit(fn, inputs, context, doomed=_caller_gives_up(timeout_s))
     waiter = asyncio.wrap_future(job.future)
     try:
         done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
@@ -156,6 +156,24 @@ async def _run_sync(
         _give_up(pool, job, waiter, token)
         raise _Expired
     return waiter.result()
+
+
+def _caller_gives_up(timeout_s: float | None) -> Callable[[], bool]:
+    """Whether this caller is bound to abandon its call: cancellation requested or time up.
+
+    Read by the pool (from any thread) before it starts a waiting call, so a burst of
+    cancellations or timeouts does not start calls only to abandon them a moment later.
+    """
+    task = asyncio.current_task()
+    baseline = task.cancelling() if task is not None else 0
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+
+    def doomed() -> bool:
+        if task is not None and task.cancelling() > baseline:
+            return True
+        return deadline is not None and time.monotonic() >= deadline
+
+    return doomed
 
 
 def _give_up(pool: SyncPool, job: Any, waiter: asyncio.Future[Any], token: CancelToken) -> None:

@@ -47,13 +47,18 @@ class PoolClosedError(RuntimeError):
 
 
 class Job:
-    """One submitted call; ``future`` completes with its result unless it is abandoned."""
+    """One submitted call; ``future`` completes with its result unless it is abandoned.
 
-    __slots__ = ("abandoned", "args", "fn", "future", "state")
+    ``doomed`` (optional) tells whether the caller has already given up, before it got round to
+    ``abandon()``: a freed slot skips such a call instead of starting it for nothing.
+    """
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    __slots__ = ("abandoned", "args", "doomed", "fn", "future", "state")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], doomed: Callable[[], bool] | None) -> None:
         self.fn = fn
         self.args = args
+        self.doomed = doomed
         self.future: Future[Any] = Future()
         self.state = _QUEUED
         self.abandoned = False
@@ -80,13 +85,13 @@ class SyncPool:
         self._closed = False
         self._ids = itertools.count(1)
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Job:
-        """Queue ``fn(*args)``; it runs as soon as a slot is free.
+    def submit(self, fn: Callable[..., Any], *args: Any, doomed: Callable[[], bool] | None = None) -> Job:
+        """Queue ``fn(*args)``; it runs as soon as a slot is free (``doomed``: see :class:`Job`).
 
         Raises:
             PoolClosedError: after ``close()``.
         """
-        job = Job(fn, args)
+        job = Job(fn, args, doomed)
         with self._lock:
             if self._closed:
                 raise PoolClosedError("the sync module pool is closed")
@@ -155,11 +160,13 @@ class SyncPool:
     # -- internals ---------------------------------------------------------------------------------
 
     def _pop_waiting_locked(self) -> Job | None:
-        if not self._waiting:
-            return None
-        job = self._waiting.popleft()
-        job.state = _RUNNING
-        return job
+        """The first waiting call whose caller still wants it; doomed ones stay until abandoned."""
+        for job in self._waiting:
+            if job.doomed is None or not job.doomed():
+                self._waiting.remove(job)
+                job.state = _RUNNING
+                return job
+        return None
 
     def _thread_for_locked(self) -> _Inbox | None:
         """An idle thread's inbox, or None after counting a thread the caller will start."""
@@ -176,16 +183,19 @@ class SyncPool:
             return None
         return job, self._thread_for_locked()
 
-    def _start(self, job: Job, inbox: _Inbox | None) -> None:
-        if inbox is not None:
-            inbox.put(job)
+    def _start(self, job: Job, idle: _Inbox | None) -> None:
+        """Run ``job`` on an idle thread, or on a new one when ``idle`` is None."""
+        # The job always goes through an inbox, never the thread's arguments, which the Thread
+        # object keeps for its whole life (and with them the call's context and executor).
+        inbox: _Inbox = idle if idle is not None else queue.SimpleQueue()
+        inbox.put(job)
+        if idle is not None:
             return
-        thread = threading.Thread(
-            target=self._work, args=(queue.SimpleQueue(), job), name=f"{self._name}-{next(self._ids)}", daemon=True
-        )
+        thread = threading.Thread(target=self._work, args=(inbox,), name=f"{self._name}-{next(self._ids)}", daemon=True)
         thread.start()
 
-    def _work(self, inbox: _Inbox, job: Job | None) -> None:
+    def _work(self, inbox: _Inbox) -> None:
+        job: Job | None = None
         while True:
             if job is None:
                 job = inbox.get()
@@ -220,9 +230,13 @@ class SyncPool:
 def _run(job: Job) -> None:
     if not job.future.set_running_or_notify_cancel():
         return
+    fn, args = job.fn, job.args
+    job.args = ()  # an abandoned job may outlive its call: let go of the inputs and context
     try:
-        result = job.fn(*job.args)
+        result = fn(*args)
     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller, as concurrent.futures does
         job.future.set_exception(exc)
     else:
         job.future.set_result(result)
+    finally:
+        del fn, args
