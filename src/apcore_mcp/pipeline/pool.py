@@ -27,13 +27,14 @@ Design: slots and threads are counted apart.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -137,11 +138,13 @@ class SyncPool:
         with self._lock:
             self._closed = True
             waiting, self._waiting = list(self._waiting), deque()
+            for job in waiting:
+                job.state = _DONE  # under the lock: abandon() must not look for it in the queue
             idle, self._idle = self._idle, []
             self._threads -= len(idle)
         for job in waiting:
-            job.state = _DONE
-            job.future.set_exception(PoolClosedError("the sync module pool was closed before the call ran"))
+            with contextlib.suppress(InvalidStateError):  # its caller cancelled it meanwhile
+                job.future.set_exception(PoolClosedError("the sync module pool was closed before the call ran"))
         for inbox in idle:
             inbox.put(None)
 
