@@ -1,4 +1,4 @@
-"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``); ``WORKLOADS`` names all six.
+"""Workloads 1-4 and 6 (5 is in ``bench.throughput``, 7 in ``bench.pipeline``); ``WORKLOADS`` names all seven.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -25,6 +25,7 @@ from bench.common import (
     running_server,
     server_specs,
 )
+from bench.pipeline import pipeline
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
 
@@ -343,4 +344,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "openai": openai_export,
     "throughput": throughput,
     "startup": startup,
+    "pipeline": pipeline,
 }

@@ -1,0 +1,152 @@
+"""apcore's lookup and validation steps with the per-module work taken from a :class:`PlanCache`.
+
+Each class subclasses the built-in step it replaces and takes over its state (registry, toggle
+state, redaction rules and any configured step fields), so ``isinstance`` checks, ``validate()``
+dry runs, ``Executor.stream``'s post-stream steps (found by name) and the engine's trace see the
+same step. Only the work that is the same on every call of a module moves to the plan: the
+schema dicts and the redaction walkers built over them. Validation itself (strict, through the
+JSON round trip as apcore does it), the ``errors`` lists, format warnings and the captured
+``redacted_inputs`` / ``redacted_output`` are apcore's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+from apcore.context import GovernanceProjection
+from apcore.errors import ModuleDisabledError, ModuleNotFoundError, SchemaValidationError
+from apcore.pipeline import PipelineContext, StepResult
+from apcore.schema.hardening import warn_format_violations
+
+from apcore_mcp.pipeline.internals import (
+    BuiltinInputValidation,
+    BuiltinModuleLookup,
+    BuiltinOutputValidation,
+    convert_validation_errors,
+    resolve_redaction,
+)
+from apcore_mcp.pipeline.plans import PlanCache, SchemaView
+from apcore_mcp.pipeline.redaction import Redaction
+
+_CONTINUE = "continue"
+
+
+class PlannedStep:
+    """What the fast steps share: the plan cache and the step's redaction rules, prepared once."""
+
+    plans: PlanCache
+    redaction: Redaction
+    pipeline: Any = None  # the installation this step belongs to (set by install_pipeline)
+
+    @classmethod
+    def adopt(cls, original: Any, plans: PlanCache) -> Any:
+        """A copy of the built-in step (all its state) that reads per-module data from ``plans``."""
+        step = cls.__new__(cls)
+        step.__dict__.update(original.__dict__)
+        step.plans = plans
+        step.redaction = Redaction(original.__dict__.get("_redaction") or resolve_redaction(None))
+        return step
+
+
+class FastModuleLookup(PlannedStep, BuiltinModuleLookup):  # type: ignore[misc]  # untyped base
+    _registry: Any
+    _toggle_state: Any
+
+    async def execute(self, ctx: PipelineContext) -> StepResult:
+        if ctx.version_hint is not None:
+            module = self._registry.get(ctx.module_id, version_hint=ctx.version_hint)
+        else:
+            module = self._registry.get(ctx.module_id)
+        if module is None:
+            raise ModuleNotFoundError(module_id=ctx.module_id)
+        if self._toggle_state.is_disabled(ctx.module_id):
+            raise ModuleDisabledError(module_id=ctx.module_id)
+        ctx.module = module
+        get_declared = getattr(self._registry, "get_declared_annotations", None)
+        ctx.declared_annotations = get_declared(ctx.module_id) if callable(get_declared) else None
+        if ctx.context is not None and hasattr(ctx.context, "redacted_inputs"):
+            # Redacted before any middleware runs, so a logging middleware's before() sees it.
+            view = self.plans.plan(ctx.module_id, module).input
+            if view.has_json_schema:
+                ctx.context.redacted_inputs = view.redact(ctx.inputs, self.redaction)
+            else:
+                ctx.context.redacted_inputs = dict(ctx.inputs)
+        ctx.governance_projection = GovernanceProjection.of(ctx.inputs)
+        return StepResult(action=_CONTINUE)
+
+
+class FastInputValidation(PlannedStep, BuiltinInputValidation):  # type: ignore[misc]  # untyped base
+    async def execute(self, ctx: PipelineContext) -> StepResult:
+        module = ctx.module
+        if module is None:
+            return StepResult(action="abort", explanation="No module set on context")
+        view = self.plans.plan(ctx.module_id, module).input
+        model = view.model
+        if model is None:
+            ctx.validated_inputs = ctx.inputs
+            return StepResult(action=_CONTINUE)
+        try:
+            _validate_input(model, ctx.inputs)
+        except pydantic.ValidationError as exc:
+            errors = convert_validation_errors(exc)
+            raise SchemaValidationError(message=f"Input validation failed: {errors}", errors=errors) from exc
+        warn_format_violations(ctx.inputs, model)
+        ctx.validated_inputs = ctx.inputs
+        if view.has_json_schema:
+            redacted = view.redact(ctx.inputs, self.redaction)
+            if ctx.context is not None and hasattr(ctx.context, "redacted_inputs"):
+                ctx.context.redacted_inputs = redacted
+        return StepResult(action=_CONTINUE)
+
+
+def _validate_input(model: Any, inputs: dict[str, Any]) -> None:
+    """Strict validation, through JSON when the inputs are JSON (as apcore: JSON-mode strictness)."""
+    try:
+        text = json.dumps(inputs)
+    except (TypeError, ValueError):
+        # Native callers may pass datetime/UUID/Enum values: strict Python-mode validation.
+        model.model_validate(inputs, strict=True)
+        return
+    validate_json = getattr(model, "model_validate_json", None)
+    if callable(validate_json):
+        validate_json(text, strict=True)
+    else:
+        model.model_validate(inputs, strict=True)
+
+
+class FastOutputValidation(PlannedStep, BuiltinOutputValidation):  # type: ignore[misc]  # untyped base
+    async def execute(self, ctx: PipelineContext) -> StepResult:
+        module = ctx.module
+        if module is None:
+            return StepResult(action="abort", explanation="No module set on context")
+        view = self.plans.plan(ctx.module_id, module).output
+        captures = ctx.context is not None and hasattr(ctx.context, "redacted_output")
+        if view.model is None:
+            ctx.validated_output = ctx.output
+            # No schema: capture the output as is, as the input capture point does.
+            if captures:
+                ctx.context.redacted_output = dict(ctx.output) if isinstance(ctx.output, dict) else None
+            return StepResult(action=_CONTINUE)
+        if ctx.output is None:
+            ctx.validated_output = None
+            if captures:
+                ctx.context.redacted_output = None
+            return StepResult(action=_CONTINUE)
+        try:
+            view.model.model_validate(ctx.output, strict=True)
+        except pydantic.ValidationError as exc:
+            errors = convert_validation_errors(exc)
+            raise SchemaValidationError(message=f"Output validation failed: {errors}", errors=errors) from exc
+        warn_format_violations(ctx.output, view.model)
+        ctx.validated_output = ctx.output
+        if captures:
+            ctx.context.redacted_output = _redacted_output(self.redaction, ctx.output, view)
+        return StepResult(action=_CONTINUE)
+
+
+def _redacted_output(redaction: Redaction, output: Any, view: SchemaView) -> Any:
+    if view.has_json_schema:
+        return view.redact(output, redaction)
+    return dict(output) if output else None
