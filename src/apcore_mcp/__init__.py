@@ -1,26 +1,61 @@
 """apcore-mcp: serve an apcore module registry as MCP tools and OpenAI tool definitions.
 
-Public API: ``serve``, ``to_openai_tools``, ``create_app``, ``MCPServer``, ``Settings``,
-``normalize_tool_name`` / ``denormalize_tool_name``.
+Public API: ``serve``, ``MCPServer``, ``create_app``, ``Settings``, ``to_openai_tools``,
+``normalize_tool_name`` / ``denormalize_tool_name``; for module code, ``report_progress``,
+``elicit``, ``sample``, ``list_roots``, ``request_inputs``, ``log_message`` and the content
+types ``Text``, ``Image``, ``Audio``, ``EmbeddedResource``, ``ResourceLink``; for your own
+Executor, ``MCPApprovalHandler`` and ``install_pipeline``.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from apcore_mcp.approval import MCPApprovalHandler
+from apcore_mcp.content import Audio, EmbeddedResource, Image, ResourceLink, Text
+from apcore_mcp.context import (
+    MCP_ELICIT_KEY,
+    MCP_PROGRESS_KEY,
+    CallContext,
+    elicit,
+    list_roots,
+    log_message,
+    report_progress,
+    request_inputs,
+    sample,
+)
 from apcore_mcp.http.app import create_app
 from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
+from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
 from apcore_mcp.run.background import MCPServer
 from apcore_mcp.run.serve import serve
 from apcore_mcp.settings import Settings
 
 __all__ = [
+    "MCP_ELICIT_KEY",
+    "MCP_PROGRESS_KEY",
+    "Audio",
+    "CallContext",
+    "EmbeddedResource",
+    "Image",
+    "MCPApprovalHandler",
     "MCPServer",
+    "ResourceLink",
     "Settings",
+    "Text",
     "__version__",
+    "build_executor",
+    "close_pipeline",
     "create_app",
     "denormalize_tool_name",
+    "elicit",
+    "install_pipeline",
+    "list_roots",
+    "log_message",
     "normalize_tool_name",
+    "report_progress",
+    "request_inputs",
+    "sample",
     "serve",
     "to_openai_tools",
 ]

@@ -6,7 +6,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
@@ -17,6 +16,7 @@ from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.mcp.edge import Identify, no_identity
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
+from apcore_mcp.pipeline import build_executor, close_pipeline
 from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
@@ -39,7 +39,8 @@ def registry_of(registry_or_executor: Registry | Executor) -> Registry:
 
 
 def executor_for(registry_or_executor: Registry | Executor, settings: Settings) -> Executor:
-    """A user's Executor as it is; for a bare Registry, an Executor with our approval handler.
+    """A user's Executor as it is; for a bare Registry, one with the fast, cancellable pipeline
+    (``pipeline.build_executor``) and our approval handler.
 
     ``settings.approval == "auto"`` runs approval-gated modules unconfirmed (an operator's opt-out).
     """
@@ -47,17 +48,12 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
         return registry_or_executor
     registry = registry_of(registry_or_executor)
     handler = AutoApproveHandler() if settings.approval == "auto" else MCPApprovalHandler()
-    return Executor(registry, approval_handler=handler)
-
-
-def resolve_source(registry_or_executor: Any, settings: Settings | None = None) -> tuple[Registry, Executor]:
-    """``(registry, executor)`` for a Registry or an Executor (see ``executor_for``).
-
-    Raises:
-        TypeError: for anything else.
-    """
-    registry = registry_of(registry_or_executor)
-    return registry, executor_for(registry_or_executor, settings or Settings())
+    return build_executor(
+        registry,
+        approval_handler=handler,
+        sync_workers=settings.sync_workers,
+        timeout_ceiling_ms=settings.timeout_ceiling_ms,
+    )
 
 
 @dataclass
@@ -72,6 +68,7 @@ class Bridge:
     notifier: ListChangedNotifier
     parts: ServerParts
     prompts: dict[str, Prompt] = field(default_factory=dict)
+    owns_executor: bool = False
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
 
@@ -94,7 +91,8 @@ class Bridge:
             PromptFileError: a prompt file in ``settings.prompts_dir`` is malformed.
         """
         settings = settings or Settings()
-        registry, executor = resolve_source(registry_or_executor, settings)
+        registry = registry_of(registry_or_executor)
+        executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
         catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix)
         if settings.dynamic:
@@ -104,7 +102,8 @@ class Bridge:
         notifier = ListChangedNotifier()
         parts = build_server(catalog, router, notifier, settings, prompts=prompts, identify=identify)
         notifier.subscriptions = parts.subscriptions
-        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, prompts)
+        owns = not isinstance(registry_or_executor, Executor)
+        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, prompts, owns)
         if settings.dynamic:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog) and not catalog.resource_records():
@@ -140,8 +139,10 @@ class Bridge:
         return time.monotonic() - self.started_at
 
     def close(self) -> None:
-        """Stop following the registry."""
+        """Stop following the registry; shut down the Executor's pool if the bridge built it."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         self.catalog.unwatch()
+        if self.owns_executor:
+            close_pipeline(self.executor)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from apcore_mcp.behaviour import to_description_suffix
-from apcore_mcp.bridge import resolve_source
+from apcore_mcp.bridge import registry_of
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.records import ToolRecord
 
@@ -88,7 +88,7 @@ def to_openai_tools(
         TypeError: ``registry_or_executor`` is neither a Registry nor an Executor.
         ValueError: an empty tag or prefix.
     """
-    registry, _ = resolve_source(registry_or_executor)
+    registry = registry_of(registry_or_executor)
     check_filters(tags, prefix)
     catalog = ToolCatalog(registry, tags=tags, prefix=prefix)
     catalog.load()

@@ -209,6 +209,18 @@ class Settings:
     shutdown_timeout: float = option(
         3.0, "seconds calls in flight get to finish on shutdown", group="service", kind="float"
     )
+    sync_workers: int = option(
+        16,
+        "threads running sync modules (a call that timed out or was cancelled frees its slot)",
+        group="limits",
+        kind="int",
+    )
+    timeout_ceiling_ms: int | None = option(
+        None,
+        "upper bound on any module's timeout in milliseconds; the module is cancelled past it",
+        group="limits",
+        kind="int",
+    )
     max_output_bytes: int = option(
         16 * 1024 * 1024,
         "largest tool result sent, in bytes of JSON; a larger one is an error result",
@@ -351,6 +363,11 @@ def _check_service(s: Settings) -> None:
 
 
 def _check_limits(s: Settings) -> None:
+    if isinstance(s.sync_workers, bool) or not isinstance(s.sync_workers, int) or not 1 <= s.sync_workers <= 1024:
+        raise SettingError("sync_workers", f"sync_workers must be an integer from 1 to 1024, got {s.sync_workers!r}")
+    ceiling = s.timeout_ceiling_ms
+    if ceiling is not None and (isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling < 1):
+        raise SettingError("timeout_ceiling_ms", f"timeout_ceiling_ms must be a positive integer, got {ceiling!r}")
     if isinstance(s.max_output_bytes, bool) or not isinstance(s.max_output_bytes, int) or s.max_output_bytes < 1024:
         raise SettingError(
             "max_output_bytes", f"max_output_bytes must be an integer >= 1024, got {s.max_output_bytes!r}"

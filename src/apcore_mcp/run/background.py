@@ -7,7 +7,7 @@ import socket
 import threading
 from typing import Any
 
-from apcore_mcp.bridge import Bridge, resolve_source
+from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serve import build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
@@ -23,7 +23,7 @@ class MCPServer:
     """
 
     def __init__(self, registry_or_executor: Any, *, transport: str = "streamable-http", **options: Any) -> None:
-        resolve_source(registry_or_executor)
+        registry_of(registry_or_executor)
         self._source = registry_or_executor
         self.transport = normalize_transport(transport)
         ephemeral = options.get("port") == 0

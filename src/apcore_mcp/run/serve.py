@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from apcore_mcp.bridge import Bridge, resolve_source
+from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serving import bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import Settings, configure_logging, normalize_transport
@@ -49,7 +49,7 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
         ValueError: a setting is invalid (the message names it).
         OSError: the HTTP port cannot be bound.
     """
-    resolve_source(registry_or_executor)
+    registry_of(registry_or_executor)
     transport = normalize_transport(transport)
     settings = build_settings(**options)
     configure_logging(settings.log_level)
