@@ -79,7 +79,11 @@ class ToolCatalog:
             self._publish_locked()
 
     def _build(self, module_id: str) -> ToolRecord | None:
-        descriptor = self._registry.get_definition(module_id)
+        try:
+            descriptor = self._registry.get_definition(module_id)
+        except Exception as exc:  # noqa: BLE001 - module code (its schema classes) runs here; one bad module is skipped
+            logger.warning("Skipping module %s: its definition cannot be built: %s", module_id, exc)
+            return None
         if descriptor is None:
             logger.warning("Skipping module %s: it has no definition (unregistered meanwhile?)", module_id)
             return None

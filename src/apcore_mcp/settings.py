@@ -165,6 +165,19 @@ class Settings:
     json_response: bool = option(
         False, "answer `POST /mcp` with JSON instead of an SSE stream", group="protocol", kind="bool"
     )
+    resumable: bool = option(
+        True,
+        "keep recent stream events so a handshake-era client whose stream broke resumes with Last-Event-ID "
+        "(bounded memory)",
+        group="protocol",
+        kind="bool",
+    )
+    sse_retry_ms: int = option(
+        1000,
+        "reconnection delay suggested to clients of resumable streams, in milliseconds",
+        group="protocol",
+        kind="int",
+    )
     approval: str = option(
         "elicit",
         "how `requires_approval` modules are confirmed: `elicit` asks the client's user (fails closed); "
@@ -339,6 +352,7 @@ def _check_protocol(s: Settings) -> None:
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
     _positive(s, "input_timeout")
+    _positive(s, "sse_retry_ms")
 
 
 def _positive(s: Settings, name: str) -> None:

@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.events import MemoryEventStore
 from apcore_mcp.http.explorer import execute_token, explorer_routes
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.metrics import Metrics, StreamCounter
@@ -73,6 +74,8 @@ def create_app(
         stateless=settings.stateless,
         json_response=settings.json_response,
         security_settings=sdk_security,
+        event_store=MemoryEventStore() if settings.resumable and not settings.stateless else None,
+        retry_interval=settings.sse_retry_ms,
     )
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
 
