@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conformance_suite import ALPHA, STABLE, Report, run
 
 from conftest import free_port, stop_process, wait_ok
-from tests.conformance_suite import ALPHA, STABLE, Report, run
 
 pytestmark = pytest.mark.conformance
 
@@ -74,4 +74,3 @@ def test_runner_reports_a_missing_fixture_as_failed(conformance_url: str) -> Non
     report = run(conformance_url.replace("/mcp", "/nope"), STABLE, "--scenario", "tools-list")
     assert report.scenarios, report.log
     assert not report.scenarios["tools-list"].passed
-
