@@ -11,8 +11,10 @@ from apcore import Executor, Registry
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.mcp.access import ToolAccess, executor_acl
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, build_server
+from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
 
@@ -43,6 +45,7 @@ class Bridge:
     router: CallRouter
     notifier: ListChangedNotifier
     server: ApcoreServer
+    access: ToolAccess
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Any = None
 
@@ -57,10 +60,22 @@ class Bridge:
         catalog.load()
         router = CallRouter(executor, catalog)
         notifier = ListChangedNotifier()
-        server = build_server(
-            catalog, router, notifier, name=settings.name, version=settings.server_version(), live=settings.dynamic
+        access = ToolAccess(
+            tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
+            acl=executor_acl(executor),
+            filter_list=settings.auth_filter_tools,
+            default_identity=stdio_identity(settings),
         )
-        bridge = cls(registry, executor, settings, catalog, router, notifier, server)
+        server = build_server(
+            catalog,
+            router,
+            notifier,
+            name=settings.name,
+            version=settings.server_version(),
+            live=settings.dynamic,
+            access=access,
+        )
+        bridge = cls(registry, executor, settings, catalog, router, notifier, server, access)
         if settings.dynamic:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog):

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from apcore import Context
+from apcore import Context, Identity
 
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
@@ -57,17 +57,19 @@ class CallRouter:
         while self._in_flight:  # noqa: ASYNC110 - a counter, not an event, keeps the hot path cheap
             await anyio.sleep(poll_seconds)
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
-        """Call the tool ``name``; errors come back as an outcome, never as an exception."""
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, *, identity: Identity | None = None
+    ) -> CallOutcome:
+        """Call the tool ``name`` as ``identity``; errors come back as an outcome, never as an exception."""
         started = time.perf_counter()
-        outcome = await self._call(name, arguments)
+        outcome = await self._call(name, arguments, identity)
         if self.observers:
             elapsed = time.perf_counter() - started
             for observe in self.observers:
                 observe(outcome, elapsed)
         return outcome
 
-    async def _call(self, name: str, arguments: dict[str, Any] | None) -> CallOutcome:
+    async def _call(self, name: str, arguments: dict[str, Any] | None, identity: Identity | None) -> CallOutcome:
         logger.debug("Tool call: %s", name)
         arguments = arguments if arguments is not None else {}
         record = self.catalog.get(name)
@@ -76,7 +78,7 @@ class CallRouter:
             return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
         self._in_flight += 1
         try:
-            output = await self.executor.call_async(name, arguments, Context.create())
+            output = await self.executor.call_async(name, arguments, Context.create(identity=identity))
         except Exception as exc:  # noqa: BLE001 - the edge: nothing may reach the SDK
             log_call_error(name, exc)
             return CallOutcome(tool=name, error=to_safe_error(exc, arguments, record.input_schema))

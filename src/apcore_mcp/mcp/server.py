@@ -13,7 +13,9 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls import CallRouter, to_call_tool_result
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
+from apcore_mcp.principal import request_identity
 
 DOCS_SCHEME = "docs://"
 
@@ -74,18 +76,26 @@ def build_server(
     name: str,
     version: str,
     live: bool,
+    access: ToolAccess | None = None,
 ) -> ApcoreServer:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
     With ``live``, list changes reach clients: handshake-era connections through
-    ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``.
+    ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``. ``access`` says who
+    calls (the request's principal, or its default identity without HTTP) and what they may see.
     """
+    access = access or ToolAccess()
 
     async def list_tools(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=catalog.mcp_tools())
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return to_call_tool_result(await router.call(params.name, params.arguments))
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # auth (mcp/access.py, principal.py): tool scopes, then the call runs as the caller's identity
+        refused = access.refusal(ctx.request, params.name)
+        if refused is not None:
+            return to_call_tool_result(refused)
+        identity = request_identity(ctx.request, access.default_identity)
+        return to_call_tool_result(await router.call(params.name, params.arguments, identity=identity))
 
     async def list_resources(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=list_doc_resources(catalog))
@@ -103,6 +113,7 @@ def build_server(
         on_read_resource=read_resource,
         on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
     )
+    server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
     server.middleware.append(ToolListCache(catalog))
     return server
