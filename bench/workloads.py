@@ -1,4 +1,4 @@
-"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``); ``WORKLOADS`` names all six.
+"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``; 7, auth, in ``bench.auth``); ``WORKLOADS`` names all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench import inproc
+from bench.auth import auth
 from bench.common import (
     REPO_ROOT,
     ServerSpec,
@@ -343,4 +344,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "openai": openai_export,
     "throughput": throughput,
     "startup": startup,
+    "auth": auth,
 }

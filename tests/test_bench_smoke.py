@@ -62,5 +62,7 @@ def test_workload_runs(config: Config, name: str) -> None:
                 for server in ("ours", "bare+executor"):
                     figures = row["details"][server]
                     assert figures["lost"] == 0 and figures["misrouted"] == 0, figures
+    if name == "auth":
+        assert rows[0]["details"]["jwks_fetches"] == 1  # verified against the cached JWKS, fetched once
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
