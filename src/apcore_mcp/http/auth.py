@@ -312,7 +312,10 @@ def build_auth(settings: Settings, verifier: Verifier | None = None) -> Auth | N
         return None
     policy = AuthPolicy.for_settings(settings)
     routes = metadata_routes(policy.resources.values(), settings)
-    return Auth(policy, verifier or build_verifier(settings), routes)
+    auth = Auth(policy, verifier or build_verifier(settings), routes)
+    mcp = policy.resources["mcp"]
+    logger.info("Authentication on (%s): MCP resource %s, metadata at %s", settings.auth, mcp.url, mcp.metadata_url)
+    return auth
 
 
 def build_verifier(settings: Settings) -> Verifier:
