@@ -1,4 +1,6 @@
-"""Workloads 1-4 and 6 (5 is in ``bench.throughput``, 7 in ``bench.pipeline``); ``WORKLOADS`` names all seven.
+"""Workloads 1-4 and 6 (5 is in ``bench.throughput``, 7 in ``bench.pipeline``, 8 in ``bench.auth``).
+
+``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -17,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench import inproc
+from bench.auth import auth
 from bench.common import (
     REPO_ROOT,
     ServerSpec,
@@ -345,4 +348,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "throughput": throughput,
     "startup": startup,
     "pipeline": pipeline,
+    "auth": auth,
 }

@@ -13,10 +13,11 @@ from apcore.approval import AutoApproveHandler
 from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.mcp.edge import Identify, no_identity
+from apcore_mcp.mcp.access import ToolAccess, executor_acl
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
 from apcore_mcp.pipeline import build_executor, close_pipeline
+from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
@@ -67,6 +68,7 @@ class Bridge:
     router: CallRouter
     notifier: ListChangedNotifier
     parts: ServerParts
+    access: ToolAccess
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
     started_at: float = field(default_factory=time.monotonic)
@@ -81,8 +83,6 @@ class Bridge:
         cls,
         registry_or_executor: Registry | Executor,
         settings: Settings | None = None,
-        *,
-        identify: Identify = no_identity,
     ) -> Bridge:
         """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
 
@@ -100,10 +100,16 @@ class Bridge:
         catalog.load()
         router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes)
         notifier = ListChangedNotifier()
-        parts = build_server(catalog, router, notifier, settings, prompts=prompts, identify=identify)
+        access = ToolAccess(
+            tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
+            acl=executor_acl(executor),
+            filter_list=settings.auth_filter_tools,
+            default_identity=stdio_identity(settings),
+        )
+        parts = build_server(catalog, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
-        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, prompts, owns)
+        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, access, prompts, owns)
         if settings.dynamic:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog) and not catalog.resource_records():

@@ -17,7 +17,9 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
 APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
+AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 MAX_NAME_LENGTH = 255
 ENV_PREFIX = "APCORE_MCP_"
 
@@ -249,6 +251,87 @@ class Settings:
         default_text="logging untouched (`INFO` on the command line)",
     )
 
+    # -- auth ------------------------------------------------------------------------------------
+    auth: str = option(
+        "none",
+        "who may call over HTTP: `none`, `jwt` (OAuth bearer tokens) or `api-key` (static keys); "
+        "`/health` and `/ready` stay open",
+        group="auth",
+        kind="choice",
+        choices=AUTH_MODES,
+    )
+    public_url: str | None = option(
+        None,
+        "the server's base URL as clients reach it, with any proxy path prefix (`https://example.com/sub`); "
+        "resource URLs and the default audience derive from it",
+        group="auth",
+        metavar="URL",
+        default_text="`http://HOST:PORT` (required with auth on a wildcard host)",
+    )
+    auth_issuer: str | None = option(None, "required `iss` of tokens (`jwt`)", group="auth", metavar="URL")
+    auth_audience: tuple[str, ...] = option(
+        (),
+        "accepted `aud` values (`jwt`)",
+        group="auth",
+        kind="list",
+        metavar="AUD",
+        default_text="each endpoint's own resource URL, e.g. `PUBLIC_URL/mcp` (RFC 8707)",
+    )
+    auth_jwks_url: str | None = option(
+        None, "JWKS of the issuer's signing keys (https, or http on loopback)", group="auth", metavar="URL"
+    )
+    auth_jwks_ttl: float = option(600.0, "seconds a fetched JWKS is reused", group="auth", kind="float")
+    auth_jwt_key: str | None = option(
+        None, "static verification key instead of a JWKS: a PEM public key or an HS secret", group="auth", secret=True
+    )
+    auth_jwt_key_file: str | None = option(
+        None, "file holding the static verification key", group="auth", metavar="FILE"
+    )
+    auth_algorithms: tuple[str, ...] = option(
+        ("RS256", "ES256"), "accepted JWT algorithms (`none` never)", group="auth", kind="list", metavar="ALG"
+    )
+    auth_scopes: tuple[str, ...] = option(
+        (), "scopes every authenticated request needs", group="auth", kind="list", metavar="SCOPE"
+    )
+    auth_route_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per path prefix: `/metrics=metrics:read`",
+        group="auth",
+        kind="list",
+        metavar="PATH=SCOPE[ SCOPE]",
+    )
+    auth_tool_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per tool glob: `admin.*=admin`",
+        group="auth",
+        kind="list",
+        metavar="GLOB=SCOPE[ SCOPE]",
+    )
+    auth_id_claim: str = option("sub", "claim giving the caller identity's id", group="auth")
+    auth_roles_claim: str = option(
+        "roles", "claim (dotted path) giving its roles: a list or a space-separated string", group="auth"
+    )
+    auth_api_keys: tuple[str, ...] = option(
+        (),
+        "accepted API keys, as hashes: `SHA256HEX:ID[:ROLE ROLE[:SCOPE SCOPE]]`",
+        group="auth",
+        kind="list",
+        metavar="ENTRY",
+        secret=True,
+    )
+    auth_api_keys_file: str | None = option(
+        None, "file of API key entries, one a line (`#` comments)", group="auth", metavar="FILE"
+    )
+    auth_metrics: bool = option(True, "require a token on `/metrics` when auth is on", group="auth", kind="bool")
+    auth_filter_tools: bool = option(
+        False, "list only the tools the caller may call (apcore ACL and tool scopes)", group="auth", kind="bool"
+    )
+    stdio_identity: str | None = option(
+        None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
+    )
+    stdio_identity_type: str = option("user", "type of that identity", group="auth")
+    stdio_roles: tuple[str, ...] = option((), "roles of that identity", group="auth", kind="list", metavar="ROLE")
+
     def __post_init__(self) -> None:
         for check in _CHECKS:
             check(self)
@@ -388,6 +471,12 @@ def _check_limits(s: Settings) -> None:
         )
 
 
+def _check_auth(s: Settings) -> None:
+    from apcore_mcp.auth_settings import check_auth  # kept apart: the auth rules are many
+
+    check_auth(s)
+
+
 _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_identity,
     _check_filters,
@@ -395,6 +484,7 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_protocol,
     _check_service,
     _check_limits,
+    _check_auth,
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")

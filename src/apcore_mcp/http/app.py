@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.auth import build_auth
 from apcore_mcp.http.events import MemoryEventStore
 from apcore_mcp.http.explorer import execute_token, explorer_routes
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
@@ -104,13 +105,15 @@ def create_app(
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics),
     ]
+    auth = build_auth(settings)  # None when auth is "none"
     if settings.explorer:
-        routes += explorer_routes(bridge, execute_token(bridge))
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)],
-        lifespan=lifespan,
-    )
+        # With auth on, explorer calls carry the caller's own token: no separate explorer token.
+        routes += explorer_routes(bridge, execute_token(bridge) if auth is None else None)
+    middleware = [Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)]
+    if auth is not None:
+        routes += auth.routes
+        middleware += auth.middleware(on_reject=metrics.reject)
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
     app.state.metrics = metrics
     app.state.ready = False

@@ -3,7 +3,9 @@
 Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it is off unless
 ``allow_execute``; when on, only JSON POSTs are accepted (a form cannot send one without
 CORS, and no CORS header is ever sent), Host/Origin are checked by the app's guard, and a
-server not bound to loopback requires a bearer token compared in constant time.
+server not bound to loopback requires a bearer token compared in constant time. With ``auth``
+on, that token is the caller's own (checked by ``http/auth.py``), calls run as the caller's
+identity, and with ``auth_filter_tools`` the list shows only what the caller may call.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.content import RenderedOutput
 from apcore_mcp.context import CallContext
+from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 
 logger = logging.getLogger(__name__)
@@ -136,15 +139,23 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
                 "server": {"name": settings.name, "version": settings.server_version()},
                 "allowExecute": settings.allow_execute,
                 "tokenRequired": token is not None,
+                "authRequired": settings.auth != "none",
             }
         )
 
-    async def list_tools(_request: Request) -> JSONResponse:
-        return JSONResponse([tool_summary(record) for record in catalog.records()])
+    async def list_tools(request: Request) -> JSONResponse:
+        return JSONResponse([tool_summary(record) for record in catalog.records() if visible(request, record)])
+
+    def visible(request: Request, record: ToolRecord) -> bool:
+        if not settings.auth_filter_tools:
+            return True
+        principal = principal_of(request.scope)
+        scopes = principal.scopes if principal is not None else None
+        return bridge.access.may_call(record.name, identity_of(request.scope), scopes)
 
     async def get_tool(request: Request) -> JSONResponse:
         record = catalog.get(request.path_params["name"])
-        if record is None:
+        if record is None or not visible(request, record):
             return _error(404, f"Tool '{request.path_params['name']}' not found")
         return JSONResponse(tool_detail(record))
 
@@ -171,7 +182,7 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
             return _error(400, "Request body is not valid JSON")
         if not isinstance(arguments, dict):
             return _error(400, "Request body must be a JSON object of tool arguments")
-        call = CallContext(origin="explorer", confirmed=confirmed)
+        call = CallContext(identity=identity_of(request.scope), origin="explorer", confirmed=confirmed)
         outcome = await bridge.router.call(name, arguments, call)
         if outcome.error is not None:
             return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
