@@ -24,19 +24,27 @@ from apcore_mcp.security import LOOPBACK_NAMES, HostOriginGuard, HostPolicy
 from apcore_mcp.testing.scripted.server import RequestRecord, ScriptedServer
 
 
+class SseEndpoint:
+    """``GET /sse``: one legacy SSE connection (an ASGI app, so Starlette hands it the raw scope)."""
+
+    def __init__(self, server: ScriptedServer, transport: SseServerTransport) -> None:
+        self.server = server
+        self.transport = transport
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "GET":
+            await PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "GET"})(scope, receive, send)
+            return
+        async with self.transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+
 def create_scripted_app(server: ScriptedServer, record: RequestRecord, *, host: str = "127.0.0.1") -> Starlette:
     """The HTTP app for ``server``; ``host`` is the bound address, accepted as a Host header."""
     policy = HostPolicy([*LOOPBACK_NAMES, host])
     security = policy.to_sdk_settings()
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     sse = SseServerTransport("/messages/", security_settings=security)
-
-    async def sse_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "GET":
-            await PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "GET"})(scope, receive, send)
-            return
-        async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
 
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "name": server.name, "version": server.version})
@@ -52,7 +60,7 @@ def create_scripted_app(server: ScriptedServer, record: RequestRecord, *, host: 
 
     routes: list[BaseRoute] = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)),
-        Route("/sse", endpoint=sse_endpoint),
+        Route("/sse", endpoint=SseEndpoint(server, sse)),
         Mount("/messages/", app=sse.handle_post_message),
         Route("/health", health, methods=["GET"]),
         Route("/requests", requests, methods=["GET"]),
