@@ -1,0 +1,15 @@
+"""A server that never becomes ready, for the readiness tests: ``broken_server.py exit|hang MARKER``.
+
+``exit``: writes MARKER to stderr and exits with code 3. ``hang``: writes MARKER to stderr,
+then sleeps (bounded) without ever answering.
+"""
+
+import sys
+import time
+
+mode, marker = sys.argv[1], sys.argv[2]
+print(f"{marker}: starting up", file=sys.stderr, flush=True)
+if mode == "exit":
+    print(f"{marker}: cannot open the database", file=sys.stderr, flush=True)
+    sys.exit(3)
+time.sleep(120)
