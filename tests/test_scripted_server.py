@@ -34,18 +34,29 @@ class Variant:
         return self.server.client(era=self.era, **options)
 
 
-@pytest.fixture(params=VARIANTS, ids=[t if e == "legacy" else f"{t}-modern" for t, e in VARIANTS])
+IDS = [t if e == "legacy" else f"{t}-modern" for t, e in VARIANTS]
+
+
+@pytest.fixture(params=VARIANTS, ids=IDS)
 def scripted(request: pytest.FixtureRequest, mcp_server: McpServerFactory) -> Variant:
+    """A fresh server for tests that play single turns."""
     transport, era = request.param
     return Variant(mcp_server(scripted_server(SCRIPT), transport), era)
+
+
+@pytest.fixture(params=VARIANTS, ids=IDS)
+def shared(request: pytest.FixtureRequest, mcp_server: McpServerFactory) -> Variant:
+    """A server shared by this module's tests that consume no scripted turn (or only their own)."""
+    transport, era = request.param
+    return Variant(mcp_server(scripted_server(SCRIPT), transport, scope="module"), era)
 
 
 def texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
-async def test_declarations_reach_the_client(scripted: Variant) -> None:
-    async with scripted.client() as client:
+async def test_declarations_reach_the_client(shared: Variant) -> None:
+    async with shared.client() as client:
         assert client.server_info is not None
         assert (client.server_info.name, client.server_info.version) == ("scripted-weather", "2.0.0")
         assert client.instructions == "A scripted server for the tests"
@@ -123,8 +134,8 @@ async def test_turns_play_in_order_per_test_case(scripted: Variant) -> None:
     assert [c["test_case"] for c in calls] == ["default", "storm", "default", "storm", "default"]
 
 
-async def test_unknown_tool_is_a_protocol_error(scripted: Variant) -> None:
-    async with scripted.client() as client:
+async def test_unknown_tool_is_a_protocol_error(shared: Variant) -> None:
+    async with shared.client() as client:
         with pytest.raises(MCPError) as error:
             await client.call_tool("nowhere", {})
     assert error.value.code == types.INVALID_PARAMS
@@ -136,27 +147,28 @@ def directive(case_id: str, turns: list[dict[str, Any]] | None) -> str:
     return text + (f" [mcp_responses_json={encode_responses(turns)}]" if turns is not None else "")
 
 
-async def test_in_band_directives_queue_responses_per_test_case(scripted: Variant) -> None:
+async def test_in_band_directives_queue_responses_per_test_case(shared: Variant) -> None:
     one = [
         {"content": [{"type": "text", "text": "first"}], "structured_content": {"n": 1}},
         {"content": [{"type": "image", "data": "AAAA", "mime_type": "image/gif"}]},
     ]
     other = [{"is_error": True, "content": [{"type": "text", "text": "other case"}]}]
-    async with scripted.client() as client:
+    a, b = f"a-{shared.era}", f"b-{shared.era}"  # the module's server is shared by both eras
+    async with shared.client() as client:
 
         async def call(text: str) -> types.CallToolResult:
             return await client.call_tool("get_data", {"task_description": text})
 
-        a1 = await call(directive("a", one))
-        b1 = await call(directive("b", other))
-        a2 = await call(directive("a", one))  # the same directive again keeps its place in the queue
-        a3 = await call(directive("a", None))
+        a1 = await call(directive(a, one))
+        b1 = await call(directive(b, other))
+        a2 = await call(directive(a, one))  # the same directive again keeps its place in the queue
+        a3 = await call(directive(a, None))
         bad = await call("[test_case_id=c] [mcp_responses_json=" + base64.b64encode(b'[{"content": 5}]').decode() + "]")
     assert (texts(a1), a1.structured_content) == (["first"], {"n": 1})
     assert (texts(b1), b1.is_error) == (["other case"], True)
     assert [(b.type, getattr(b, "mime_type", None)) for b in a2.content] == [("image", "image/gif")]
     assert a3.is_error is True
-    assert "'get_data' in test case 'a' was called more often than scripted (2 response(s))" in texts(a3)[0]
+    assert f"'get_data' in test case '{a}' was called more often than scripted (2 response(s))" in texts(a3)[0]
     assert bad.is_error is True
     assert texts(bad) == ["scripted server: mcp_responses_json (test case c): [0].content: expected a list, got int"]
 

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,21 +140,32 @@ class McpCaseItem(pytest.Item):
         self.add_marker("mcp_case")
 
     def runtest(self) -> None:
-        server = self._server()
         seconds = float(self.config.getini("mcp_call_timeout"))
-        outcome = anyio.run(_run_bounded, server, self.era, self.case, seconds)
+        with self._server() as server:
+            outcome = anyio.run(_run_bounded, server, self.era, self.case, seconds)
         problems = check(self.case.expect, outcome)
         if problems:
             arguments = ", ".join(f"{k}={v!r}" for k, v in self.case.arguments.items())
             header = f"{self.case.tool}({arguments}) on {variant_id(self.transport, self.era)}"
             raise CaseFailed(header + "\n" + "\n".join(f"- {p}" for p in problems))
 
-    def _server(self) -> RunningServer:
+    @contextlib.contextmanager
+    def _server(self) -> Iterator[RunningServer]:
+        """A scripted server of its own (fresh turn queues: the case passes or fails alone, as
+        with ``-k``); a started server shared for the session; or a server someone else runs."""
         timeout = _ready_timeout(self.config)
-        if self.spec.command is not None:
-            return self.config.stash[_SESSION_POOL].get(self.spec.command, self.transport, timeout=timeout)
-        assert self.spec.url is not None
-        return _remote(self.spec.url, self.transport, self.config.stash[_SESSION_POOL].workdir, timeout)
+        if self.spec.url is not None:
+            yield _remote(self.spec.url, self.transport, self.config.stash[_SESSION_POOL].workdir, timeout)
+            return
+        assert self.spec.command is not None
+        if not self.spec.scripted:
+            yield self.config.stash[_SESSION_POOL].get(self.spec.command, self.transport, timeout=timeout)
+            return
+        own = ServerPool()
+        try:
+            yield own.get(self.spec.command, self.transport, timeout=timeout)
+        finally:
+            own.close()
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed | ServerNotReady | TimeoutError):

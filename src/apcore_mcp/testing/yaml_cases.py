@@ -80,6 +80,7 @@ class CaseFile:
     transports: tuple[str, ...]
     eras: tuple[str, ...]
     cases: tuple[Case, ...] = field(default=())
+    scripted: bool = False
 
     def variants(self) -> Iterator[tuple[str, str]]:
         """``(transport, era)`` pairs to run every case on."""
@@ -101,6 +102,7 @@ def load_case_file(path: Path) -> CaseFile:
     """
     root = load_yaml(path).mapping(_ROOT_KEYS, required=("server", "cases"))
     command, url, url_transport = _parse_server(root.child("server"), path.parent)
+    scripted = root.child("server").child("script").present
     transports = _choices(root.child("transports"), TRANSPORTS) if root.child("transports").present else TRANSPORTS
     if url is not None:
         transports = (url_transport,)
@@ -113,7 +115,7 @@ def load_case_file(path: Path) -> CaseFile:
         if case.id in seen:
             raise node.child("id").fail(f"duplicate case id {case.id!r}")
         seen.add(case.id)
-    return CaseFile(path, command, url, transports, eras, cases)
+    return CaseFile(path, command, url, transports, eras, cases, scripted)
 
 
 def _choices(node: Field, allowed: tuple[str, ...]) -> tuple[str, ...]:
