@@ -15,21 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from apcore_mcp.testing import is_running
+
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
 EXTENSIONS = REPO / "examples" / "extensions"
 SCRIPT = REPO / "tests" / "scripts" / "weather.yaml"
 BROKEN = REPO / "tests" / "servers" / "broken_server.py"
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 @pytest.fixture(autouse=True)
@@ -198,7 +191,7 @@ def test_scopes_share_servers_and_every_one_is_stopped_even_after_a_failure(pyte
     assert len(set(seen["function"])) == 4  # a new server for each test
     assert len(set(seen["module"])) == 2  # one per module
     assert len(set(seen["session"])) == 1  # one for the whole run
-    leftovers = [pid for pids in seen.values() for pid in pids if alive(pid)]
+    leftovers = [pid for pids in seen.values() for pid in pids if is_running(pid)]
     assert leftovers == []
 
 
@@ -231,7 +224,7 @@ def test_servers_are_stopped_when_the_run_is_interrupted(pytester: pytest.Pytest
             time.sleep(0.1)
         servers = pids_in(pid_file)
         assert len(servers) == 3, runner.communicate(timeout=30)[0].decode()
-        assert all(alive(pid) for pid in servers)
+        assert all(is_running(pid) for pid in servers)
         runner.send_signal(signal.SIGINT)
         output = runner.communicate(timeout=60)[0].decode()
     finally:
@@ -239,4 +232,4 @@ def test_servers_are_stopped_when_the_run_is_interrupted(pytester: pytest.Pytest
             os.killpg(runner.pid, signal.SIGKILL)
             runner.wait()
     assert "KeyboardInterrupt" in output, output
-    assert [pid for pid in servers if alive(pid)] == [], output
+    assert [pid for pid in servers if is_running(pid)] == [], output

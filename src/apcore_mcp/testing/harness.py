@@ -223,6 +223,21 @@ def stop_process_group(process: subprocess.Popen[bytes], grace: float = STOP_GRA
         _LIVE.pop(process.pid, None)
 
 
+def is_running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting for its parent to reap it counts as stopped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
