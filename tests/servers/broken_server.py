@@ -7,9 +7,14 @@ then sleeps (bounded) without ever answering.
 import sys
 import time
 
-mode, marker = sys.argv[1], sys.argv[2]
-print(f"{marker}: starting up", file=sys.stderr, flush=True)
-if mode == "exit":
-    print(f"{marker}: cannot open the database", file=sys.stderr, flush=True)
-    sys.exit(3)
-time.sleep(120)
+
+def main(mode: str, marker: str) -> None:
+    print(f"{marker}: starting up", file=sys.stderr, flush=True)
+    if mode == "exit":
+        print(f"{marker}: cannot open the database", file=sys.stderr, flush=True)
+        sys.exit(3)
+    time.sleep(120)
+
+
+if __name__ == "__main__":  # never on import: module discovery may import every file it finds
+    main(sys.argv[1], sys.argv[2])

@@ -8,8 +8,13 @@ import os
 import subprocess
 import sys
 
-pid_file, script, *args = sys.argv[1:]
-helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-with open(pid_file, "w") as out:
-    out.write(str(helper.pid))
-os.execv(sys.executable, [sys.executable, "-m", "apcore_mcp.testing.scripted", script, *args])
+
+def main(pid_file: str, script: str, *args: str) -> None:
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(pid_file, "w") as out:
+        out.write(str(helper.pid))
+    os.execv(sys.executable, [sys.executable, "-m", "apcore_mcp.testing.scripted", script, *args])
+
+
+if __name__ == "__main__":  # never on import: module discovery may import every file it finds
+    main(*sys.argv[1:])
