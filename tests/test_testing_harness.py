@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from apcore_mcp.testing import command_server, is_running, scripted_server, start_server
+from apcore_mcp.testing import command_server, encode_responses, is_running, scripted_server, start_server
 from apcore_mcp.testing.clients import connect
+from apcore_mcp.testing.pool import ServerPool
 
 pytest_plugins = ["pytester"]
 
@@ -94,3 +95,33 @@ def test_yaml_cases_against_a_server_someone_else_runs(pytester: pytest.Pytester
         assert [c["params"]["arguments"] for c in server.requests("tools/call")] == [{"city": "A"}]
     finally:
         server.stop()
+
+
+async def test_the_directive_tool_is_named_on_the_command_line(tmp_path: Path) -> None:
+    server = start_server(scripted_server(SCRIPT, "--directive-tool", "fetch_rows"), "streamable-http", tmp_path)
+    turns = [{"content": [{"type": "text", "text": "7 rows"}]}]
+    try:
+        async with server.client() as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            text = f"[mcp_responses_json={encode_responses(turns)}]"
+            result = await client.call_tool("fetch_rows", {"task_description": text})
+    finally:
+        server.stop()
+    assert names[-1] == "fetch_rows"
+    assert "get_data" not in names
+    assert result.content[0].text == "7 rows"  # type: ignore[union-attr]
+
+
+def test_a_shared_server_that_died_is_started_again(tmp_path: Path) -> None:
+    pool = ServerPool(tmp_path)
+    try:
+        first = pool.get(scripted_server(SCRIPT), "sse")
+        assert pool.get(scripted_server(SCRIPT), "sse") is first
+        first.stop()
+        second = pool.get(scripted_server(SCRIPT), "sse")
+        assert second.pid != first.pid
+        assert second.pid is not None
+        assert is_running(second.pid)
+    finally:
+        pool.close()
+    assert not is_running(second.pid)

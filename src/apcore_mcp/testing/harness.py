@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -188,6 +189,24 @@ def start_server(
     except BaseException:
         server.stop()
         raise
+    return server
+
+
+def remote_server(
+    url: str, transport: str = "streamable-http", *, workdir: Path | None = None, timeout: float = DEFAULT_READY_TIMEOUT
+) -> RunningServer:
+    """A server someone else runs, at ``url``: checked with a handshake, never stopped by us.
+    It has no request record of ours (``requests()`` is empty).
+
+    Raises:
+        ServerNotReady: no completed handshake within ``timeout`` seconds.
+    """
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="apcore-mcp-remote-"))
+    server = RunningServer(transport, [], {}, None, workdir, url=url)
+    try:
+        clients.probe(transport, url, server.params, timeout=timeout)
+    except clients.ProbeFailed as exc:
+        raise ServerNotReady(f"MCP server at {url} did not complete a handshake: {exc}") from None
     return server
 
 

@@ -26,6 +26,7 @@ from apcore_mcp.testing.harness import (
     ServerCommand,
     ServerNotReady,
     apcore_server,
+    remote_server,
     scripted_server,
     start_server,
 )
@@ -155,7 +156,8 @@ class McpCaseItem(pytest.Item):
         with ``-k``); a started server shared for the session; or a server someone else runs."""
         timeout = _ready_timeout(self.config)
         if self.spec.url is not None:
-            yield _remote(self.spec.url, self.transport, self.config.stash[_SESSION_POOL].workdir, timeout)
+            workdir = self.config.stash[_SESSION_POOL].workdir / "remote"
+            yield remote_server(self.spec.url, self.transport, workdir=workdir, timeout=timeout)
             return
         assert self.spec.command is not None
         if not self.spec.scripted:
@@ -182,18 +184,6 @@ async def _run_bounded(server: RunningServer, era: str, case: Case, seconds: flo
             return await run_case(server, era, case)
     except TimeoutError:
         raise TimeoutError(f"no answer to {case.tool} within {seconds:g}s (ini option mcp_call_timeout)") from None
-
-
-def _remote(url: str, transport: str, workdir: Path, timeout: float) -> RunningServer:
-    """A server someone else runs: checked with a handshake, never stopped by us."""
-    from apcore_mcp.testing import clients
-
-    server = RunningServer(transport, [], {}, None, workdir, url=url)
-    try:
-        clients.probe(transport, url, server.params, timeout=timeout)
-    except clients.ProbeFailed as exc:
-        raise ServerNotReady(f"MCP server at {url} did not complete a handshake: {exc}") from None
-    return server
 
 
 __all__ = ["McpServerFactory", "as_command", "start_server"]
