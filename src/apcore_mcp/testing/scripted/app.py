@@ -71,7 +71,9 @@ def create_scripted_app(server: ScriptedServer, record: RequestRecord, *, host: 
 def run_http(server: ScriptedServer, record: RequestRecord, *, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn's own handling)."""
     app = create_scripted_app(server, record, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", ws="none")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=1
+    )  # an open SSE stream must not hold a stopping test server
     uvicorn.Server(config).run()
 
 
