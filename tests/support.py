@@ -13,6 +13,7 @@ from apcore.acl import ACL, ACLRule
 from pydantic import BaseModel, Field
 
 from apcore_mcp import MCPApprovalHandler, install_pipeline
+
 from interactive import INTERACTIVE_MODULES
 
 
