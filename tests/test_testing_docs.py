@@ -79,4 +79,4 @@ def test_examples_testing_pass_as_a_user_runs_them() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     # stats.mcp.yaml: 3 cases x 5 transport/era pairs; test_weather_client.py: 3 + 1
-    assert done.stdout.strip().splitlines()[-1].startswith("19 passed"), done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("24 passed"), done.stdout
