@@ -204,6 +204,12 @@ class Settings:
         group="protocol",
         kind="float",
     )
+    request_state_ttl: float = option(
+        600.0,
+        "seconds a 2026-07-28 input-required round stays answerable (its sealed requestState expires after)",
+        group="protocol",
+        kind="float",
+    )
     prompts_dir: str | None = option(
         None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
     )
@@ -435,6 +441,7 @@ def _check_protocol(s: Settings) -> None:
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
     _positive(s, "input_timeout")
+    _positive(s, "request_state_ttl")
     _positive(s, "sse_retry_ms")
 
 
