@@ -21,7 +21,7 @@ from clients.node import EXIT_TOOL_ERROR, run_ts_client
 pytestmark = pytest.mark.interop
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
-EXPECTED_TOOLS = ["files.purge", "geo.distance", "tasks.schedule", "text.stats"]
+EXPECTED_TOOLS = ["files.purge", "geo.distance", "reports.chart", "tasks.schedule", "text.stats"]
 TRANSPORTS = ["streamable-http", "sse", "stdio"]
 
 
