@@ -8,11 +8,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+
+from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.pool import UpstreamPool
+from apcore_mcp.upstream.scopes import UpstreamRuntime
 
 from conftest import free_port, stop_process, wait_ok
 
@@ -113,3 +118,37 @@ async def pid_of(executor: Any, module_id: str, context: Any = None) -> int:
 
     output = await executor.call_async(module_id, {}, context or Context.create())
     return int(output["_mcp_result"]["structuredContent"]["pid"])
+
+
+@dataclass
+class Mount:
+    runtime: UpstreamRuntime
+    executor: Any
+
+    @property
+    def registry(self) -> Any:
+        return self.executor.registry
+
+
+@contextlib.asynccontextmanager
+async def mounted(
+    data: dict[str, Any],
+    *,
+    scopes: tuple[str, ...] = ("default",),
+    executor: Any = None,
+    environ: dict[str, str] | None = None,
+    enabled: bool = True,
+    log_dir: Path | None = None,
+) -> AsyncIterator[Mount]:
+    """The servers of ``data`` (an mcp.json document) mounted into ``executor``'s registry (a new one by default)."""
+    from apcore import Executor, Registry
+
+    executor = executor or Executor(Registry())
+    config = parse_config(data, environ or {})
+    async with UpstreamPool(redactor=config.redactor, log_dir=log_dir) as pool:
+        runtime = UpstreamRuntime(executor.registry, pool, enabled=enabled)
+        try:
+            await runtime.apply(config, scopes)
+            yield Mount(runtime, executor)
+        finally:
+            await runtime.close()

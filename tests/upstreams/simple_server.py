@@ -9,7 +9,7 @@ Tools: ``echo`` (structured), ``pid``, ``contents`` (every content type), ``fail
 ``progress``, ``ask`` (elicitation: a request on the call's stream in the handshake era, an
 input-required round in the 2026-07-28 era), ``sample`` (sampling), ``grow`` (adds a tool and
 announces ``list_changed``), ``crash`` (exits at once), ``hang`` (sleeps), ``env`` (reads an
-environment variable), ``headers`` (the HTTP headers this call arrived with), ``wipe``
+environment variable's digest), ``headers`` (the HTTP headers this call arrived with), ``wipe``
 (annotated destructive), and ``--tools N`` generated ``gen_NNN`` tools.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import hashlib
 import os
 import secrets
 import sys
@@ -62,7 +63,7 @@ def base_tools(generated: int) -> list[types.Tool]:
         _tool("grow", "Add a tool named after the argument", {"name": {"type": "string"}}),
         _tool("crash", "Exit the server process at once"),
         _tool("hang", "Sleep for a while", {"seconds": {"type": "number", "default": 3600}}),
-        _tool("env", "Read an environment variable", {"name": {"type": "string"}}),
+        _tool("env", "The SHA-256 of an environment variable's value (never the value)", {"name": {"type": "string"}}),
         _tool("headers", "The HTTP headers of this call"),
         _tool(
             "wipe",
@@ -188,7 +189,8 @@ class Upstream:
         return text_result("woke up")
 
     async def tool_env(self, _ctx: Any, _params: Any, args: dict[str, Any]) -> types.CallToolResult:
-        return text_result(os.environ.get(args["name"], "<unset>"))
+        value = os.environ.get(args["name"])
+        return text_result("<unset>" if value is None else hashlib.sha256(value.encode()).hexdigest())
 
     async def tool_headers(self, ctx: Any, _params: Any, _args: Any) -> types.CallToolResult:
         request = getattr(ctx, "request", None)

@@ -13,7 +13,9 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls import CallRouter, to_call_tool_result
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.context import CallContext
 from apcore_mcp.mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.peer import SdkPeer
 
 DOCS_SCHEME = "docs://"
 
@@ -84,8 +86,9 @@ def build_server(
     async def list_tools(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=catalog.mcp_tools())
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return to_call_tool_result(await router.call(params.name, params.arguments))
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        call = CallContext(peer=SdkPeer(ctx))
+        return to_call_tool_result(await router.call(params.name, params.arguments, call))
 
     async def list_resources(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=list_doc_resources(catalog))

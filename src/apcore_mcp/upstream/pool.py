@@ -27,7 +27,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.connection import Asker, Connection
 from apcore_mcp.upstream.errors import SessionLost, UpstreamUnavailable
-from apcore_mcp.upstream.expand import Redactor
+from apcore_mcp.upstream.expand import RedactingFilter, Redactor, install_filter, remove_filter
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,9 @@ class _Entry:
 class UpstreamPool:
     """The running upstream servers of one process; use as ``async with UpstreamPool() as pool``.
 
+    While open, log records of this package, the SDK and its HTTP stack have ``redactor``'s
+    secrets masked (see ``expand.install_filter``).
+
     Connections run in the pool's task group, not in the task that happened to start them,
     so a request that triggers a (re)start does not own the server. Leaving the block stops
     every server still running.
@@ -89,11 +92,13 @@ class UpstreamPool:
         self._backoff: dict[HandleKey, tuple[int, float]] = {}
         """(failures, retry_at) of keys no one holds: a failed start is remembered across acquires."""
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._filter: RedactingFilter | None = None
 
     async def __aenter__(self) -> UpstreamPool:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
+        self._filter = install_filter(self.redactor)
         return self
 
     async def __aexit__(
@@ -101,6 +106,9 @@ class UpstreamPool:
     ) -> bool | None:
         with anyio.CancelScope(shield=True):
             await self.close()
+        if self._filter is not None:
+            remove_filter(self._filter)
+            self._filter = None
         task_group, self._task_group = self._task_group, None
         assert task_group is not None
         task_group.cancel_scope.cancel()
