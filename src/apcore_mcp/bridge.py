@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,8 +14,11 @@ from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, build_server
+from apcore_mcp.metatools import meta_registry
 from apcore_mcp.records import ToolRecord
+from apcore_mcp.search import ToolSearch
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.scopes import upstream_server_of
 
 logger = logging.getLogger(__name__)
 
@@ -44,25 +48,47 @@ class Bridge:
     notifier: ListChangedNotifier
     server: ApcoreServer
     started_at: float = field(default_factory=time.monotonic)
+    search: ToolSearch | None = None
+    """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
     _unsubscribe: Any = None
+    _full_catalog: ToolCatalog | None = None
 
     @classmethod
-    def build(cls, registry_or_executor: Any, settings: Settings | None = None) -> Bridge:
-        """Convert every module once; with ``settings.dynamic``, follow the registry from now on."""
+    def build(
+        cls,
+        registry_or_executor: Any,
+        settings: Settings | None = None,
+        *,
+        include: Callable[[str], bool] | None = None,
+    ) -> Bridge:
+        """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
+
+        ``include`` narrows the served modules further (a scope's selection, see
+        ``apcore_mcp.upstream.scopes.scope_filter``).
+        """
         settings = settings or Settings()
         registry, executor = resolve_source(registry_or_executor)
-        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix)
+        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
         if settings.dynamic:
             catalog.watch()  # before load(): a module registered meanwhile is not missed
         catalog.load()
-        router = CallRouter(executor, catalog)
+        search: ToolSearch | None = None
+        served, served_executor = catalog, executor
+        if settings.tool_mode == "search":
+            # The served list is the meta-tools, constant; the full catalog is only searched.
+            search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
+            meta, served_executor = meta_registry(search, executor)
+            served = ToolCatalog(meta)
+            served.load()
+        router = CallRouter(served_executor, served)
         notifier = ListChangedNotifier()
         server = build_server(
-            catalog, router, notifier, name=settings.name, version=settings.server_version(), live=settings.dynamic
+            served, router, notifier, name=settings.name, version=settings.server_version(), live=settings.dynamic
         )
-        bridge = cls(registry, executor, settings, catalog, router, notifier, server)
-        if settings.dynamic:
+        bridge = cls(registry, executor, settings, served, router, notifier, server, search=search)
+        if settings.dynamic and search is None:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
+        bridge._full_catalog = catalog
         if not len(catalog):
             logger.warning("No modules registered; server starting with zero tools")
         return bridge
@@ -80,3 +106,5 @@ class Bridge:
             self._unsubscribe()
             self._unsubscribe = None
         self.catalog.unwatch()
+        if self._full_catalog is not None:
+            self._full_catalog.unwatch()
