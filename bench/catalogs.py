@@ -2,7 +2,7 @@
 
 ``register_generated(registry, n)`` registers ``gen.<verb>_<object>_<n>`` modules whose
 descriptions and parameters combine a fixed vocabulary, deterministically. Their input
-contract is a JSON Schema (``JsonSchemaInput``), as an upstream tool's is, so 10,000 of them
+contract is a JSON Schema (``JsonSchemaModel``), as an upstream tool's is, so 10,000 of them
 register in about a second. Shared by ``tests/test_search.py`` and the search workload.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apcore_mcp.upstream.module import JsonSchemaInput, ResultOutput
+from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
 
 VERBS = (
     "create", "archive", "list", "update", "export", "import", "sync", "validate", "merge", "rename",
@@ -31,7 +31,7 @@ class GeneratedTool:
 
     def __init__(self, description: str, schema: dict[str, Any]) -> None:
         self.description = description
-        self.input_schema = JsonSchemaInput(schema)
+        self.input_schema = JsonSchemaModel(schema)
         self.output_schema = ResultOutput(None)
         self.tags = ["generated"]
 

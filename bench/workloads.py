@@ -1,4 +1,6 @@
-"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``); ``WORKLOADS`` names all six.
+"""Workloads 1-4 and 6 (5, throughput, is in ``bench.throughput``; 7 and 8 in ``bench.upstream``).
+
+``WORKLOADS`` names all eight.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -27,6 +29,7 @@ from bench.common import (
 )
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
+from bench.upstream import tool_search, upstream_call
 
 # -- 1. tool build and tools/list -----------------------------------------------------------------
 
@@ -343,4 +346,6 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "openai": openai_export,
     "throughput": throughput,
     "startup": startup,
+    "upstream": upstream_call,
+    "search": tool_search,
 }

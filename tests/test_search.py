@@ -152,7 +152,11 @@ async def test_search_describe_and_invoke() -> None:
         direct = await client.session.call_tool(INVOKE_TOOL, {"name": "text.stats", "arguments": {"text": 1}})
         too_many = await client.session.call_tool(DESCRIBE_TOOL, {"names": ["x"] * (MAX_DESCRIBE + 1)})
     assert [tool["name"] for tool in found["tools"]] == ["text.stats"]  # nothing else mentions words or text
-    assert set(found["tools"][0]) == {"name", "description", "annotations"}  # compact
+    assert found["tools"][0] == {
+        "name": "text.stats",
+        "description": "Count the characters, words and lines of a text and list its most frequent words",
+        "hints": ["readOnlyHint", "idempotentHint"],
+    }
     (stats,) = described["tools"]
     assert stats["inputSchema"] == bridge.search.catalog.get("text.stats").input_schema  # type: ignore[union-attr]
     assert described["not_found"] == ["nope.nothing"]
@@ -186,7 +190,7 @@ async def test_invoke_applies_the_targets_approval() -> None:
         text, _structured, error = await meta(client, INVOKE_TOOL, {"name": "ops.launch"})
         _t, found, _e = await meta(client, SEARCH_TOOLS, {"query": "launch rocket"})
     assert error and "APPROVAL" in text
-    assert found["tools"][0]["annotations"]["destructiveHint"] is True  # search shows what the target is
+    assert "destructiveHint" in found["tools"][0]["hints"]  # search shows what the target is
 
 
 async def test_upstream_tools_are_searched_by_server_and_invoked_unchanged() -> None:

@@ -190,7 +190,7 @@ async def test_acl_and_timeouts_apply_to_upstream_tools() -> None:
     registry = Registry()
     acl = ACL([ACLRule(callers=["*"], targets=["up.wipe"], effect="deny"), ACLRule(["*"], ["*"], "allow")])
     executor = Executor(registry, acl=acl)
-    async with mounted({"mcpServers": {"up": stdio_entry(timeout=1)}}, executor=executor) as mount:
+    async with mounted({"mcpServers": {"up": stdio_entry(timeout=3)}}, executor=executor) as mount:
         bridge = Bridge.build(mount.executor, Settings())
         async with our_client(bridge, "memory") as client:
             denied = await client.session.call_tool("up.wipe", {})
@@ -198,7 +198,7 @@ async def test_acl_and_timeouts_apply_to_upstream_tools() -> None:
             bad = await client.session.call_tool("up.echo", {"text": 5})
             fine = await client.session.call_tool("up.echo", {"text": "ok"})
     assert (denied.is_error, denied.content[0].text) == (True, "Access denied")
-    assert (hung.is_error, hung.content[0].text) == (True, "Module timed out after 1000ms")  # the module's timeout
+    assert (hung.is_error, hung.content[0].text) == (True, "Module timed out after 3000ms")  # the module's timeout
     assert bad.is_error and "- text: 5 is not of type 'string' (type)" in bad.content[0].text
     assert fine.structured_content == {"echo": "ok"}
 

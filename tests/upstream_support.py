@@ -17,6 +17,7 @@ import anyio
 
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.pool import UpstreamPool
+from apcore_mcp.upstream.results import mcp_result_of
 from apcore_mcp.upstream.scopes import UpstreamRuntime
 
 from conftest import free_port, stop_process, wait_ok
@@ -116,8 +117,9 @@ async def pid_of(executor: Any, module_id: str, context: Any = None) -> int:
     """The pid the test upstream reports through one of its ``pid`` modules."""
     from apcore import Context
 
-    output = await executor.call_async(module_id, {}, context or Context.create())
-    return int(output["_mcp_result"]["structuredContent"]["pid"])
+    result = mcp_result_of(await executor.call_async(module_id, {}, context or Context.create()))
+    assert result is not None and isinstance(result.structured_content, dict)
+    return int(result.structured_content["pid"])
 
 
 @dataclass

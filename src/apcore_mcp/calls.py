@@ -115,7 +115,8 @@ def _carried(name: str, output: dict[str, Any]) -> CallOutcome:
     except ValueError as exc:  # pydantic's ValidationError: not a tool result after all
         log_call_error(name, exc)
         return CallOutcome(tool=name, error=SafeError("internal", SERIALIZATION_ERROR))
-    text = json.dumps(output[MCP_RESULT_KEY], ensure_ascii=False)
+    wire = output[MCP_RESULT_KEY]
+    text = wire if isinstance(wire, str) else json.dumps(wire, ensure_ascii=False)
     return CallOutcome(tool=name, output=output, text=text, result=result)
 
 

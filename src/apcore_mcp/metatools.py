@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from apcore_mcp.calls import success_outcome, to_call_tool_result
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.search import ToolSearch
-from apcore_mcp.upstream.module import ResultOutput
+from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
 from apcore_mcp.upstream.results import to_output
 
 SEARCH_TOOLS = "search_tools"
@@ -67,8 +67,9 @@ def caller_context(context: Any) -> Any:
     )
 
 
-def hints(record: ToolRecord) -> dict[str, bool]:
-    return dict(record.hints)
+def hints(record: ToolRecord) -> list[str]:
+    """The target's MCP hints that are true (``destructiveHint`` among them when it may destroy)."""
+    return [name for name, value in record.hints.items() if value]
 
 
 class SearchToolsInput(BaseModel):
@@ -79,7 +80,7 @@ class SearchToolsInput(BaseModel):
 class ToolSummary(BaseModel):
     name: str
     description: str
-    annotations: dict[str, bool]
+    hints: list[str] = Field(description="The tool's MCP annotation hints that are true, e.g. destructiveHint")
 
 
 class SearchToolsOutput(BaseModel):
@@ -108,10 +109,15 @@ class InvokeToolInput(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments, as describe_tool shows")
 
 
+def _contract(model: type[BaseModel], what: str = "Input") -> JsonSchemaModel:
+    # JSON Schema contracts built once: apcore asks a pydantic model for its schema on every call.
+    return JsonSchemaModel(model.model_json_schema(), what=what)
+
+
 class SearchTools:
     description = "Find tools by what they do: ranked names and one-line descriptions (then describe_tool)"
-    input_schema = SearchToolsInput
-    output_schema = SearchToolsOutput
+    input_schema = _contract(SearchToolsInput)
+    output_schema = _contract(SearchToolsOutput, "Output")
     annotations = _LOOKUP
 
     def __init__(self, search: ToolSearch, visible: Visibility) -> None:
@@ -127,8 +133,8 @@ class SearchTools:
 
 class DescribeTool:
     description = f"Full input and output schemas of up to {MAX_DESCRIBE} tools, by name"
-    input_schema = DescribeToolInput
-    output_schema = DescribeToolOutput
+    input_schema = _contract(DescribeToolInput)
+    output_schema = _contract(DescribeToolOutput, "Output")
     annotations = _LOOKUP
 
     def __init__(self, search: ToolSearch, visible: Visibility) -> None:
@@ -150,7 +156,7 @@ class DescribeTool:
 
 class InvokeTool:
     description = "Run a tool found with search_tools, with arguments matching its describe_tool schema"
-    input_schema = InvokeToolInput
+    input_schema = _contract(InvokeToolInput)
     output_schema = ResultOutput(None)
     annotations = _INVOKE
 
@@ -174,7 +180,7 @@ def summary(record: ToolRecord) -> dict[str, Any]:
     line = record.description.strip().splitlines()[0] if record.description.strip() else ""
     if len(line) > SUMMARY_LENGTH:
         line = line[: SUMMARY_LENGTH - 1] + "…"
-    return {"name": record.name, "description": line, "annotations": hints(record)}
+    return {"name": record.name, "description": line, "hints": hints(record)}
 
 
 def description(record: ToolRecord) -> dict[str, Any]:
@@ -183,7 +189,7 @@ def description(record: ToolRecord) -> dict[str, Any]:
         "description": record.description,
         "inputSchema": record.input_schema,
         "outputSchema": record.output_schema or None,
-        "annotations": hints(record),
+        "annotations": dict(record.hints),
     }
 
 

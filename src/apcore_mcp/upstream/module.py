@@ -28,15 +28,17 @@ class ToolCaller(Protocol):
     async def call_tool(self, tool: str, arguments: dict[str, Any], context: Any) -> types.CallToolResult: ...
 
 
-class JsonSchemaInput:
-    """An apcore input contract backed by a JSON Schema (what an upstream tool declares).
+class JsonSchemaModel:
+    """An apcore input (or output) contract backed by a JSON Schema (what an upstream tool declares).
 
     apcore calls ``model_validate_json(text, strict=True)`` (or ``model_validate``) before each
-    call and ``model_json_schema()`` to describe the module. The validator is built once.
+    call and ``model_json_schema()`` to describe the module, and again on every call for its
+    redaction step: the schema is kept, never rebuilt, and the validator is compiled once.
     JSON Schema has no coercion, so validation is always strict.
     """
 
-    def __init__(self, schema: Mapping[str, Any] | None) -> None:
+    def __init__(self, schema: Mapping[str, Any] | None, *, what: str = "Input") -> None:
+        self._what = what
         self._schema: dict[str, Any] = dict(schema or {"type": "object", "properties": {}})
         cls = validators.validator_for(self._schema)
         try:
@@ -60,7 +62,7 @@ class JsonSchemaInput:
         errors = sorted(self._validator.iter_errors(data), key=lambda error: list(error.absolute_path))
         if errors:
             details = [_detail(error) for error in errors]
-            raise SchemaValidationError(message=f"Input validation failed: {details}", errors=details)
+            raise SchemaValidationError(message=f"{self._what} validation failed: {details}", errors=details)
         return data
 
     def model_validate_json(self, text: str | bytes, *, strict: bool | None = None) -> Any:
@@ -73,10 +75,11 @@ def _detail(error: ValidationError) -> dict[str, Any]:
 
 
 class ResultOutput:
-    """The output contract of an upstream module: ``{MCP_RESULT_KEY: <CallToolResult wire dict>}``.
+    """The output contract of an upstream module: ``{MCP_RESULT_KEY: <CallToolResult wire JSON>}``.
 
     ``model_json_schema()`` is the upstream's ``outputSchema`` (what ``structuredContent``
-    follows), which is what our clients are told; ``{}`` when it declared none.
+    follows), which is what our clients are told; ``{}`` when it declared none. The carried
+    result is checked for its shape only: the SDK client already validated it.
     """
 
     def __init__(self, schema: Mapping[str, Any] | None) -> None:
@@ -90,6 +93,8 @@ class ResultOutput:
 
     def model_validate(self, data: Any, *, strict: bool | None = None) -> Any:
         wire = data.get(MCP_RESULT_KEY) if isinstance(data, Mapping) else None
+        if isinstance(wire, str) and wire.startswith("{"):
+            return data
         if not isinstance(wire, Mapping) or not isinstance(wire.get("content"), list):
             error = {"path": f"/{MCP_RESULT_KEY}", "keyword": "type", "message": "not an MCP tool result"}
             raise SchemaValidationError(message="Output validation failed", errors=[error])
@@ -122,7 +127,7 @@ class UpstreamTool:
         self.server = server
         self.tool_name = tool.name
         self.description = tool.description or (tool.annotations.title if tool.annotations else None) or tool.name
-        self.input_schema = JsonSchemaInput(tool.input_schema)
+        self.input_schema = JsonSchemaModel(tool.input_schema)
         self.output_schema = ResultOutput(tool.output_schema)
         self.annotations = to_annotations(tool.annotations)
         self.tags = [UPSTREAM_TAG, server]
