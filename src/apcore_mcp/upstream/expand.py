@@ -73,6 +73,11 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values masked (to merge into another redactor; never to log)."""
+        return self._secrets
+
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
