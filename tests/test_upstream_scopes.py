@@ -167,3 +167,16 @@ async def test_a_scope_serves_its_servers_tools_and_the_local_modules_it_selects
             assert registry.has("b.extra") and pub.catalog.get("b.extra") is None  # another scope's change
         finally:
             pub.close()
+
+
+def test_principal_keys_follow_the_sharing_policy() -> None:
+    from apcore_mcp.context import CallContext
+    from apcore_mcp.upstream.source import principal_of
+
+    alice = Context.create(identity=Identity(id="alice"))
+    assert principal_of(alice, "shared") is None
+    assert principal_of(alice, "per-principal") == "principal:alice"
+    assert principal_of(Context.create(), "per-principal") == "principal:anonymous"
+    # No session id from the edge (stateless, or not provided yet): the principal, never a shared handle.
+    call = CallContext(identity=Identity(id="bob")).to_apcore()
+    assert principal_of(call, "per-session") == "principal:bob"

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apcore import Executor, Registry
 
@@ -14,11 +14,12 @@ from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, build_server
-from apcore_mcp.metatools import meta_registry
 from apcore_mcp.records import ToolRecord
-from apcore_mcp.search import ToolSearch
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.scopes import upstream_server_of
+from apcore_mcp.upstream.module import upstream_server_of
+
+if TYPE_CHECKING:
+    from apcore_mcp.search import ToolSearch
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ class Bridge:
         search: ToolSearch | None = None
         served, served_executor = catalog, executor
         if settings.tool_mode == "search":
+            # Imported here: only search mode pays for the meta-tools' contracts (built at import).
+            from apcore_mcp.metatools import meta_registry
+            from apcore_mcp.search import ToolSearch
+
             # The served list is the meta-tools, constant; the full catalog is only searched.
             search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
             meta, served_executor = meta_registry(search, executor)

@@ -139,3 +139,9 @@ class UpstreamTool:
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         return to_output(await self._caller.call_tool(self.tool_name, inputs, context))
+
+
+def upstream_server_of(registry: Any, module_id: str) -> str | None:
+    """The upstream server behind ``module_id``, or ``None`` for a local module."""
+    module = registry.get(module_id)
+    return module.server if isinstance(module, UpstreamTool) else None

@@ -21,9 +21,11 @@ import anyio
 
 from apcore_mcp.upstream.config import DEFAULT_SCOPE, ScopeSpec, ServerSpec, UpstreamConfig
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
-from apcore_mcp.upstream.module import UpstreamTool
+from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.source import UpstreamSource
+
+__all__ = ["Switch", "UpstreamRuntime", "scope_filter", "servers_needed", "upstream_server_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -139,12 +141,6 @@ class UpstreamRuntime:
 
     def scope_filter(self, scope: ScopeSpec) -> Callable[[str], bool]:
         return scope_filter(self.registry, scope)
-
-
-def upstream_server_of(registry: Any, module_id: str) -> str | None:
-    """The upstream server behind ``module_id``, or ``None`` for a local module."""
-    module = registry.get(module_id)
-    return module.server if isinstance(module, UpstreamTool) else None
 
 
 def scope_filter(registry: Any, scope: ScopeSpec) -> Callable[[str], bool]:
