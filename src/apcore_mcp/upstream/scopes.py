@@ -107,6 +107,10 @@ class UpstreamRuntime:
         except UpstreamError as exc:
             switch.failed[spec.name] = exc.message
             return
+        except Exception as exc:  # the edge of one server's mount: it must not take the others down
+            logger.exception("Upstream %r could not be mounted", spec.name)
+            switch.failed[spec.name] = f"{type(exc).__name__} while mounting"
+            return
         self.sources[spec.name] = source
         switch.started.append(spec.name)
 

@@ -104,7 +104,6 @@ class UpstreamSource:
         self.registry = registry
         self._lease: Lease | None = None
         self._private: dict[str, tuple[Lease, float]] = {}
-        self._private_lock = anyio.Lock()
         self._modules: dict[str, UpstreamTool] = {}
         self._refresh_lock = anyio.Lock()
         self._refresh_wanted = False
@@ -222,16 +221,23 @@ class UpstreamSource:
             if self._lease is None:
                 raise RuntimeError(f"upstream source {self.name!r} is not open")
             return self._lease
-        async with self._private_lock:
-            await self._release_idle()
-            found = self._private.get(principal)
-            lease = found[0] if found is not None else await self.pool.acquire(self.spec, principal)
-            self._private[principal] = (lease, anyio.current_time())
-            return lease
+        found = self._private.get(principal)
+        if found is None:
+            # No lock held while a server starts: one principal's slow start delays no other.
+            lease = await self.pool.acquire(self.spec, principal)
+            raced = self._private.get(principal)
+            if raced is not None:  # another call of the same principal got there first
+                await self.pool.release(lease)
+                lease = raced[0]
+        else:
+            lease = found[0]
+        self._private[principal] = (lease, anyio.current_time())
+        await self._release_idle(keep=principal)
+        return lease
 
-    async def _release_idle(self) -> None:
+    async def _release_idle(self, keep: str) -> None:
         cutoff = anyio.current_time() - PRIVATE_IDLE_SECONDS
         for principal, (lease, used) in list(self._private.items()):
-            if used < cutoff:
+            if used < cutoff and principal != keep and self._private.get(principal, (None, 0.0))[0] is lease:
                 del self._private[principal]
                 await self.pool.release(lease)
