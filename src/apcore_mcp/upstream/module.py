@@ -25,7 +25,9 @@ UPSTREAM_TAG = "upstream"
 class ToolCaller(Protocol):
     """What an upstream module calls through (an ``UpstreamSource``)."""
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], context: Any) -> types.CallToolResult: ...
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], context: Any, *, repeatable: bool = False
+    ) -> types.CallToolResult: ...
 
 
 class JsonSchemaModel:
@@ -138,7 +140,8 @@ class UpstreamTool:
         """The tool as listed: a refresh re-registers the module only when this changed."""
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return to_output(await self._caller.call_tool(self.tool_name, inputs, context))
+        repeatable = self.annotations.readonly or self.annotations.idempotent
+        return to_output(await self._caller.call_tool(self.tool_name, inputs, context, repeatable=repeatable))
 
 
 def upstream_server_of(registry: Any, module_id: str) -> str | None:

@@ -26,7 +26,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.connection import Asker, Connection
-from apcore_mcp.upstream.errors import SessionLost, UpstreamUnavailable
+from apcore_mcp.upstream.errors import ConnectionLost, SessionLost, UpstreamUnavailable
 from apcore_mcp.upstream.expand import RedactingFilter, Redactor, install_filter, remove_filter
 
 logger = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ class Lease:
         return await self.pool.live(self.entry)
 
     async def list_tools(self) -> list[types.Tool]:
-        return await self._once_more_on_lost_session(lambda connection: connection.list_tools())
+        return await self._once_more(lambda connection: connection.list_tools(), repeatable=True)
 
     async def call_tool(
         self,
@@ -257,18 +257,31 @@ class Lease:
         *,
         progress: ProgressFnT | None = None,
         asker: Asker | None = None,
+        repeatable: bool = False,
     ) -> types.CallToolResult:
-        return await self._once_more_on_lost_session(
-            lambda connection: connection.call_tool(name, arguments, progress=progress, asker=asker)
+        """Call ``name`` on the live connection.
+
+        ``repeatable``: the tool is read-only or idempotent, so a call whose connection was
+        lost (the server died under it, perhaps before we noticed) may be sent again.
+        """
+        return await self._once_more(
+            lambda connection: connection.call_tool(name, arguments, progress=progress, asker=asker),
+            repeatable=repeatable,
         )
 
-    async def _once_more_on_lost_session(self, operation: Callable[[Connection], Awaitable[T]]) -> T:
-        # A server that restarted answers "session not found" before running anything, so the
-        # request is safe to send again on a fresh session; any other failure is not retried.
+    async def _once_more(self, operation: Callable[[Connection], Awaitable[T]], *, repeatable: bool) -> T:
+        # A server that restarted answers "session not found" before running anything, so that
+        # request is always safe to send again on a fresh session. A lost connection may have
+        # run the request first: only a repeatable one is sent again. Nothing else is retried.
         try:
             result = await operation(await self.connection())
         except SessionLost:
             logger.info("Upstream %r lost our session; initialising again", self.spec.name)
+            result = await operation(await self.connection())
+        except ConnectionLost:
+            if not repeatable:
+                raise
+            logger.info("Upstream %r went away under a repeatable request; sending it again", self.spec.name)
             result = await operation(await self.connection())
         self.entry.failures = 0
         return result

@@ -206,12 +206,17 @@ class UpstreamSource:
 
     # -- calls -----------------------------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], context: Any) -> types.CallToolResult:
-        """Call ``tool`` for the caller behind ``context`` (apcore's ``Context``)."""
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], context: Any, *, repeatable: bool = False
+    ) -> types.CallToolResult:
+        """Call ``tool`` for the caller behind ``context`` (apcore's ``Context``).
+
+        ``repeatable`` (read-only or idempotent): may be sent again if the connection is lost.
+        """
         lease = await self._lease_for(context)
         asker = CallAsker(context, prefix=f"{self.name}/")
 
-        result = await lease.call_tool(tool, arguments, progress=_Progress(context), asker=asker)
+        result = await lease.call_tool(tool, arguments, progress=_Progress(context), asker=asker, repeatable=repeatable)
         asker.raise_deferred()
         return result
 
