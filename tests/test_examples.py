@@ -55,7 +55,7 @@ async def test_examples_serve_and_answer() -> None:
         # files.purge requires approval; this client cannot be asked, so it does not run (fails closed).
         purge = await client.call_tool("files.purge", {"directory": "/tmp", "older_than_days": 3})
         assert purge.is_error is True
-        assert purge.content[0].text.startswith("Not run: files.purge requires approval and the client cannot ask")
+        assert purge.content[0].text.startswith("Not run: files.purge requires approval: the client cannot ask")
         docs = await client.read_resource("docs://text.stats")
         assert "top_n" in docs.contents[0].text
     bridge.close()

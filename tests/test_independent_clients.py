@@ -61,4 +61,4 @@ def test_approval_declined_does_not_run(server: RunningServer) -> None:
     arguments = json.dumps({"directory": "/tmp/reports", "older_than_days": 30})
     run = run_ts_client(server, "--call", "files.purge", "--args", arguments, "--elicit", "decline")
     assert run.returncode == EXIT_TOOL_ERROR, run
-    assert run.texts == ["Not run: files.purge requires approval and the user declined."], run
+    assert run.texts == ["Not run: files.purge requires approval: the user declined."], run

@@ -153,5 +153,5 @@ async def test_stateless_handshake_http_fails_approval_closed(tmp_path: Path) ->
         bridge.close()
     assert result.is_error is True
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.startswith("Not run: demo.purge requires approval and the client cannot ask its user")
+    assert text.startswith("Not run: demo.purge requires approval: the client cannot ask its user")
     assert not (tmp_path / "ran").exists()

@@ -182,14 +182,14 @@ async def test_approval_refused_does_not_run(
         result, ran = await purge(conn, tmp_path)
     assert not ran
     assert result.is_error is True
-    assert text(result) == f"Not run: demo.purge requires approval and {reason}."
+    assert text(result) == f"Not run: demo.purge requires approval: {reason}."
 
 
 async def test_approval_fails_closed_without_a_client_that_can_ask(connect: OpenClient, tmp_path: Path) -> None:
     async with connect() as conn:
         result, ran = await purge(conn, tmp_path)
     assert not ran and result.is_error is True
-    assert text(result).startswith("Not run: demo.purge requires approval and the client cannot ask its user")
+    assert text(result).startswith("Not run: demo.purge requires approval: the client cannot ask its user")
     assert "--approval auto" in text(result)  # says what would allow it
 
 
