@@ -29,8 +29,10 @@ from apcore_mcp.http.events import MemoryEventStore
 from apcore_mcp.http.explorer import execute_token, explorer_routes
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.metrics import Metrics, StreamCounter
+from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
+from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -81,12 +83,19 @@ def create_app(
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
 
     take_over_stream_draining()
+    # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
+    endpoints = ScopeEndpoints(bridge.executor, settings, sdk_security) if bridge.upstream_config else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run(), anyio.create_task_group() as background:
+        async with (
+            manager.run(),
+            serving_upstreams(bridge, endpoints=endpoints) as upstreams,
+            anyio.create_task_group() as background,
+        ):
             bridge.notifier.bind(asyncio.get_running_loop())
             background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout)
+            app.state.upstreams = upstreams
             app.state.ready = True
             try:
                 yield
@@ -104,6 +113,7 @@ def create_app(
         Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics),
+        *(endpoints.routes if endpoints is not None else []),
     ]
     auth = build_auth(settings)  # None when auth is "none"
     if settings.explorer:
@@ -117,6 +127,7 @@ def create_app(
     app.state.bridge = bridge
     app.state.metrics = metrics
     app.state.ready = False
+    app.state.upstreams = None
     return app
 
 
@@ -139,7 +150,11 @@ def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
     async def ready(request: Request) -> JSONResponse:
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ready", "module_count": len(bridge.catalog)})
+        body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
+        upstreams = readiness(request.app.state.upstreams)
+        if upstreams is not None:
+            body["upstreams"] = upstreams
+        return JSONResponse(body)
 
     async def metrics_text(_request: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
