@@ -119,7 +119,10 @@ class ScopeEndpoints:
             raise RuntimeError("ScopeEndpoints.update() outside run()")
         selection = ScopeSelection(self._executor.registry, scope)
         # The scope's own selection replaces the server-wide tags/prefix filters.
-        settings = self._settings.replace(tool_mode=self._mode(scope), dynamic=True, tags=None, prefix=None)
+        # Mounting is the main server's: the endpoint only filters what is mounted (mcp_config=None).
+        settings = self._settings.replace(
+            tool_mode=self._mode(scope), dynamic=True, tags=None, prefix=None, mcp_config=None
+        )
         bridge = Bridge.build(self._executor, settings, include=selection)
         manager = StreamableHTTPSessionManager(
             app=bridge.server,
