@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -45,10 +46,14 @@ def _signalled_uvicorn() -> Any | None:
     return server if getattr(server, "should_exit", False) else None
 
 
-async def drain_when_stopping(router: CallRouter, limit_seconds: float) -> None:
-    """Run for the app's life: once uvicorn is stopping, wait for calls, then end streams."""
+async def drain_when_stopping(
+    router: CallRouter, limit_seconds: float, on_stopping: Callable[[], None] | None = None
+) -> None:
+    """Run for the app's life: once uvicorn is stopping, call ``on_stopping``, wait for calls, then end streams."""
     while _signalled_uvicorn() is None:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await anyio.sleep(POLL_SECONDS)
+    if on_stopping is not None:
+        on_stopping()
     await drain(router, limit_seconds)
 
 
