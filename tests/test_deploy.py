@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import shlex
 import shutil
@@ -34,7 +33,8 @@ import yaml
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from conftest import Inbox, free_port, stop_process, wait_ok
+from conftest import Inbox, free_port, wait_ok
+from deploy_support import clean_env, log_tail, nginx_running, point_nginx_conf, running
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -357,28 +357,6 @@ def test_kubernetes_manifests() -> None:
 # --------------------------------------------------------------------------- processes
 
 
-def clean_env() -> dict[str, str]:
-    """This process's environment without settings that would leak into a child server."""
-    leaky = ("APCORE_MCP_", "FORWARDED_ALLOW_IPS", "UVICORN_")
-    return {key: value for key, value in os.environ.items() if not key.startswith(leaky)}
-
-
-def log_tail(path: Path, lines: int = 40) -> str:
-    text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-@contextlib.contextmanager
-def running(cmd: list[str], log: Path, *, env: dict[str, str], cwd: Path = REPO) -> Iterator[subprocess.Popen[bytes]]:
-    """``cmd`` as a child process (output to ``log``), stopped by PID on the way out."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            yield proc
-        finally:
-            stop_process(proc)
-
-
 def image_command(port: int) -> list[str]:
     """The Dockerfile's CMD, bound to 127.0.0.1:``port``, with this venv's executables."""
     cmd = image_cmd()
@@ -519,13 +497,6 @@ main()
 '''
 
 
-def nginx_binary() -> str:
-    path = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if path is None:
-        pytest.fail("nginx is not installed: apt-get install -y nginx (CI installs it)")
-    return path
-
-
 @dataclass
 class Proxied:
     url: str  # nginx
@@ -535,29 +506,17 @@ class Proxied:
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
     """The live server behind deploy/nginx.conf, both on free 127.0.0.1 ports."""
-    nginx = nginx_binary()
     tmp = tmp_path_factory.mktemp("nginx")
     script = tmp / "server.py"
     script.write_text(textwrap.dedent(SERVER_SCRIPT))
     upstream_port, nginx_port = free_port(), free_port()
-    conf = NGINX_CONF.read_text()
-    assert "apcore-mcp:8000" in conf and "listen 80;" in conf
-    conf = conf.replace("apcore-mcp:8000", f"127.0.0.1:{upstream_port}")
-    conf = conf.replace("listen 80;", f"listen 127.0.0.1:{nginx_port};")
-    prefix = tmp / "prefix"
-    prefix.mkdir()
-    (prefix / "nginx.conf").write_text(conf)
-    nginx_cmd = [
-        nginx, "-e", "stderr", "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf"),
-        "-g", f"daemon off; pid {prefix}/nginx.pid;",
-    ]  # fmt: skip
+    conf = point_nginx_conf(NGINX_CONF.read_text(), nginx_port, {"apcore-mcp:8000": f"127.0.0.1:{upstream_port}"})
     upstream = f"http://127.0.0.1:{upstream_port}"
     url = f"http://127.0.0.1:{nginx_port}"
-    server_log, nginx_log = tmp / "server.log", tmp / "nginx.log"
+    server_log = tmp / "server.log"
     with running([sys.executable, str(script), str(upstream_port)], server_log, env=clean_env()) as server:
         wait_ok(f"{upstream}/health", server, STARTUP_SECONDS, lambda: log_tail(server_log))
-        with running(nginx_cmd, nginx_log, env=clean_env()) as proxy:
-            wait_ok(f"{url}/health", proxy, STARTUP_SECONDS, lambda: log_tail(nginx_log))
+        with nginx_running(conf, tmp, nginx_port):
             yield Proxied(url, upstream)
 
 
