@@ -37,13 +37,14 @@ class RedisLink:
         cooldown: float = COOLDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        # One quick attempt per command: the callers have fallbacks, a stalled call does not.
+        # One retry, on a fresh connection (a pooled one is stale after Redis restarted), and
+        # short timeouts: the callers have fallbacks, a stalled call has none.
         self.client: aioredis.Redis = aioredis.Redis.from_url(
             url,
             socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
             socket_timeout=COMMAND_TIMEOUT_SECONDS,
             health_check_interval=HEALTH_CHECK_SECONDS,
-            retry=Retry(NoBackoff(), 0),
+            retry=Retry(NoBackoff(), 1),
         )
         self.prefix = prefix
         self.cooldown = cooldown
