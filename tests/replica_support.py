@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -252,6 +253,17 @@ def ready(base: str) -> httpx.Response:
     return httpx.get(f"{base}/ready", timeout=5)
 
 
+async def eventually(check: Any, timeout: float, what: str) -> Any:
+    """``wait_until`` for async code: await ``check()`` until it returns something true (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await check()
+        if value:
+            return value
+        await anyio.sleep(0.02)
+    pytest.fail(f"{what} not within {timeout}s")
+
+
 def wait_until(check: Any, timeout: float, what: str, details: Any = lambda: "") -> Any:
     """Poll ``check()`` until it returns something true (bounded); its value."""
     deadline = time.monotonic() + timeout
@@ -261,4 +273,3 @@ def wait_until(check: Any, timeout: float, what: str, details: Any = lambda: "")
             return value
         time.sleep(0.05)
     pytest.fail(f"{what} not within {timeout}s\n{details()}")
-

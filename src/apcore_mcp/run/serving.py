@@ -100,8 +100,13 @@ class HttpServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Stop taking work before draining, in uvicorn's own order: no new connections, idle
+        # keep-alive ones closed now, busy ones after their response. A proxy holding pooled
+        # connections then sends new requests to another replica instead of into the drain.
         for server in self.servers:
             server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
         await drain(self.router, self.drain_seconds)
         await super().shutdown(sockets)
 

@@ -23,6 +23,7 @@ from apcore_mcp.calls import CallRouter
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2
+SETTLE_SECONDS = 0.1
 
 
 def take_over_stream_draining() -> None:
@@ -59,6 +60,9 @@ async def drain_when_stopping(
 
 async def drain(router: CallRouter, limit_seconds: float) -> None:
     """Wait (at most ``limit_seconds``) for calls in flight, then end every event stream."""
+    # A request read just before the stop reaches the router within a moment (uvicorn waits
+    # as long after closing connections): count it in, or its stream would end unanswered.
+    await anyio.sleep(SETTLE_SECONDS)
     if router.in_flight:
         logger.info("Waiting up to %.1fs for %d call(s) in flight", limit_seconds, router.in_flight)
         with anyio.move_on_after(limit_seconds):
