@@ -7,10 +7,13 @@ Shared by ``test_deploy.py`` and ``test_replicas_*.py``; nginx runs from a confi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from conftest import stop_process, wait_ok
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
+DOCKERFILE = REPO / "Dockerfile"
 STARTUP_SECONDS = 20
 
 
@@ -83,3 +87,98 @@ def nginx_running(conf: str, workdir: Path, listen_port: int) -> Iterator[subpro
     with running(cmd, log, env=clean_env()) as proc:
         wait_ok(f"http://127.0.0.1:{listen_port}/health", proc, STARTUP_SECONDS, lambda: log_tail(log))
         yield proc
+
+
+# -- the Dockerfile, parsed --------------------------------------------------------------------
+
+
+@dataclass
+class Instruction:
+    keyword: str
+    args: str
+
+
+@dataclass
+class Stage:
+    base: str
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[str]:
+        return [ins.args for ins in self.instructions if ins.keyword == keyword]
+
+    def last(self, keyword: str) -> str:
+        found = self.all(keyword)
+        assert found, f"Dockerfile: no {keyword} in the final stage"
+        return found[-1]
+
+    def env(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for args in self.all("ENV"):
+            tokens = shlex.split(args)
+            if tokens and "=" not in tokens[0]:  # legacy `ENV KEY value with spaces`
+                values[tokens[0]] = args.split(None, 1)[1]
+                continue
+            for token in tokens:
+                key, _, value = token.partition("=")
+                values[key] = value
+        return values
+
+
+def dockerfile_stages(text: str) -> list[Stage]:
+    """The stages of a Dockerfile: continuations joined, comments dropped."""
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        logical.append(pending + line)
+        pending = ""
+    assert not pending, "Dockerfile ends inside a line continuation"
+    stages: list[Stage] = []
+    for line in logical:
+        keyword, _, args = line.partition(" ")
+        keyword, args = keyword.upper(), args.strip()
+        if keyword == "FROM":
+            stages.append(Stage(base=args.split()[0]))
+        else:
+            assert stages, f"Dockerfile: {keyword} before FROM"
+            stages[-1].instructions.append(Instruction(keyword, args))
+    return stages
+
+
+def exec_form(args: str, what: str) -> list[str]:
+    assert args.startswith("["), f"{what} must be exec form (a JSON array), got: {args}"
+    value = json.loads(args)
+    assert isinstance(value, list), what
+    assert all(isinstance(item, str) for item in value), what
+    return value
+
+
+def final_stage() -> Stage:
+    return dockerfile_stages(DOCKERFILE.read_text())[-1]
+
+
+def option(argv: list[str], name: str) -> str:
+    """The value of ``--name value`` or ``--name=value`` in ``argv``."""
+    for index, arg in enumerate(argv):
+        if arg == name:
+            return argv[index + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    raise AssertionError(f"{name} missing from {argv}")
+
+
+def image_cmd() -> list[str]:
+    return exec_form(final_stage().last("CMD"), "CMD")
+
+
+def healthcheck_cmd() -> list[str]:
+    args = final_stage().last("HEALTHCHECK")
+    head, sep, command = args.partition("CMD ")
+    assert sep, f"HEALTHCHECK without CMD: {args}"
+    assert all(part.startswith("--") for part in head.split()), head
+    return exec_form(command.strip(), "HEALTHCHECK CMD")

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -23,7 +22,7 @@ import textwrap
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,21 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from conftest import Inbox, free_port, wait_ok
-from deploy_support import clean_env, log_tail, nginx_running, point_nginx_conf, running
+from deploy_support import (
+    DOCKERFILE,
+    clean_env,
+    dockerfile_stages,
+    final_stage,
+    healthcheck_cmd,
+    image_cmd,
+    log_tail,
+    nginx_running,
+    option,
+    point_nginx_conf,
+    running,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-DOCKERFILE = REPO / "Dockerfile"
 COMPOSE = REPO / "docker-compose.yml"
 DEPLOY = REPO / "deploy"
 NGINX_CONF = DEPLOY / "nginx.conf"
@@ -46,101 +56,6 @@ EXAMPLE_TOOLS = ["files.purge", "geo.distance", "tasks.schedule", "text.stats"]
 STARTUP_SECONDS = 20
 STOP_SECONDS = 8
 NOTIFY_SECONDS = 2.0
-
-
-# --------------------------------------------------------------------------- Dockerfile parsing
-
-
-@dataclass
-class Instruction:
-    keyword: str
-    args: str
-
-
-@dataclass
-class Stage:
-    base: str
-    instructions: list[Instruction] = field(default_factory=list)
-
-    def all(self, keyword: str) -> list[str]:
-        return [ins.args for ins in self.instructions if ins.keyword == keyword]
-
-    def last(self, keyword: str) -> str:
-        found = self.all(keyword)
-        assert found, f"Dockerfile: no {keyword} in the final stage"
-        return found[-1]
-
-    def env(self) -> dict[str, str]:
-        values: dict[str, str] = {}
-        for args in self.all("ENV"):
-            tokens = shlex.split(args)
-            if tokens and "=" not in tokens[0]:  # legacy `ENV KEY value with spaces`
-                values[tokens[0]] = args.split(None, 1)[1]
-                continue
-            for token in tokens:
-                key, _, value = token.partition("=")
-                values[key] = value
-        return values
-
-
-def dockerfile_stages(text: str) -> list[Stage]:
-    """The stages of a Dockerfile: continuations joined, comments dropped."""
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        logical.append(pending + line)
-        pending = ""
-    assert not pending, "Dockerfile ends inside a line continuation"
-    stages: list[Stage] = []
-    for line in logical:
-        keyword, _, args = line.partition(" ")
-        keyword, args = keyword.upper(), args.strip()
-        if keyword == "FROM":
-            stages.append(Stage(base=args.split()[0]))
-        else:
-            assert stages, f"Dockerfile: {keyword} before FROM"
-            stages[-1].instructions.append(Instruction(keyword, args))
-    return stages
-
-
-def exec_form(args: str, what: str) -> list[str]:
-    assert args.startswith("["), f"{what} must be exec form (a JSON array), got: {args}"
-    value = json.loads(args)
-    assert isinstance(value, list), what
-    assert all(isinstance(item, str) for item in value), what
-    return value
-
-
-def final_stage() -> Stage:
-    return dockerfile_stages(DOCKERFILE.read_text())[-1]
-
-
-def option(argv: list[str], name: str) -> str:
-    """The value of ``--name value`` or ``--name=value`` in ``argv``."""
-    for index, arg in enumerate(argv):
-        if arg == name:
-            return argv[index + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    raise AssertionError(f"{name} missing from {argv}")
-
-
-def image_cmd() -> list[str]:
-    return exec_form(final_stage().last("CMD"), "CMD")
-
-
-def healthcheck_cmd() -> list[str]:
-    args = final_stage().last("HEALTHCHECK")
-    head, sep, command = args.partition("CMD ")
-    assert sep, f"HEALTHCHECK without CMD: {args}"
-    assert all(part.startswith("--") for part in head.split()), head
-    return exec_form(command.strip(), "HEALTHCHECK CMD")
 
 
 # --------------------------------------------------------------------------- Dockerfile checks
@@ -223,12 +138,13 @@ def compose() -> dict[str, Any]:
 
 def test_compose_services_publish_on_loopback_only() -> None:
     services = compose()["services"]
-    assert set(services) == {"apcore-mcp", "nginx", "prometheus"}
+    default = {name for name, service in services.items() if not service.get("profiles")}
+    assert default == {"apcore-mcp", "nginx", "prometheus"}  # others are opt-in profiles
     assert "ports" not in services["apcore-mcp"], "the service is reached through nginx only"
     published = 0
     for name, service in services.items():
         for port in service.get("ports", []):
-            published += 1
+            published += name in default
             if isinstance(port, dict):
                 assert port.get("host_ip") == "127.0.0.1", (name, port)
             else:
@@ -334,7 +250,7 @@ def test_kubernetes_manifests() -> None:
     assert spec["replicas"] == 2
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
-    env = {item["name"]: item["value"] for item in container["env"]}
+    env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["APCORE_MCP_STATELESS"] == "true"
     assert "*" not in env.get("FORWARDED_ALLOW_IPS", "")
     for probe, path in (("livenessProbe", "/health"), ("readinessProbe", "/ready")):
