@@ -1,7 +1,8 @@
 """replica.ask: asks the user a question by elicitation (None when the client cannot be asked)."""
 
-from apcore_mcp import elicit
 from pydantic import BaseModel
+
+from apcore_mcp import elicit
 
 
 class AskIn(BaseModel):
