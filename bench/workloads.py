@@ -1,6 +1,5 @@
-"""Workloads 1-4 and 6 (5 is in ``bench.throughput``, 7 in ``bench.pipeline``, 8 in ``bench.auth``).
-
-``WORKLOADS`` names them all.
+"""Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
+``bench.upstream``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -31,6 +30,7 @@ from bench.common import (
 from bench.pipeline import pipeline
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
+from bench.upstream import tool_search, upstream_call
 
 # -- 1. tool build and tools/list -----------------------------------------------------------------
 
@@ -349,4 +349,6 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "startup": startup,
     "pipeline": pipeline,
     "auth": auth,
+    "upstream": upstream_call,
+    "search": tool_search,
 }

@@ -109,14 +109,26 @@ class Purge:
 
 
 class Sleeper:
+    """Reports progress 1 once it runs, sleeps, then writes the marker.
+
+    A cancelled call never writes the marker; it writes ``<marker>.cancelled`` as it unwinds.
+    """
+
     description = "Sleeps, then writes the marker; a cancelled call never writes it"
     input_schema = MarkerIn
     output_schema = MarkerOut
     resources = {"timeout": 60_000}
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        await asyncio.sleep(inputs.get("seconds", 0.0))
-        Path(inputs["marker"]).write_text("finished")
+        marker = Path(inputs["marker"])
+        await report_progress(context, 1, None, "started")
+        try:
+            await asyncio.sleep(inputs.get("seconds", 0.0))
+        except asyncio.CancelledError:
+            token = getattr(context, "cancel_token", None)
+            marker.with_name(marker.name + ".cancelled").write_text(str(bool(token and token.is_cancelled)))
+            raise
+        marker.write_text("finished")
         return {"done": True}
 
 

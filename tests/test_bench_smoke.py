@@ -36,6 +36,10 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
         servers=("ours", "bare+executor"),
         startup_reps=1,
         call_timeout=5.0,
+        upstream_calls=20,
+        upstream_rounds=2,
+        search_sizes=(30,),
+        search_calls=20,
     )
 
 

@@ -363,5 +363,5 @@ def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) 
         app.create_app()
     monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
     served = app.create_app()
-    assert len(served.state.bridge.catalog) == 4
+    assert len(served.state.bridge.catalog) == 5
     served.state.bridge.close()

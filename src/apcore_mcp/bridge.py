@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
@@ -22,6 +23,10 @@ from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.module import upstream_server_of
+
+if TYPE_CHECKING:
+    from apcore_mcp.search import ToolSearch
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +86,11 @@ class Bridge:
     access: ToolAccess
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
+    search: ToolSearch | None = None
+    """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
+    _full_catalog: ToolCatalog | None = None
 
     @property
     def server(self) -> ApcoreServer:
@@ -93,8 +101,13 @@ class Bridge:
         cls,
         registry_or_executor: Registry | Executor,
         settings: Settings | None = None,
+        *,
+        include: Callable[[str], bool] | None = None,
     ) -> Bridge:
         """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
+
+        ``include`` narrows the served modules further (a scope's selection, see
+        ``apcore_mcp.upstream.scopes.scope_filter``).
 
         Raises:
             TypeError: not a Registry or an Executor.
@@ -104,11 +117,23 @@ class Bridge:
         registry = registry_of(registry_or_executor)
         executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
-        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix)
+        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
         if settings.dynamic:
             catalog.watch()  # before load(): a module registered meanwhile is not missed
         catalog.load()
-        router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes)
+        search: ToolSearch | None = None
+        served, served_executor = catalog, executor
+        if settings.tool_mode == "search":
+            # Imported here: only search mode pays for the meta-tools' contracts (built at import).
+            from apcore_mcp.metatools import meta_registry
+            from apcore_mcp.search import ToolSearch
+
+            # The served list is the meta-tools, constant; the full catalog is only searched.
+            search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
+            meta, served_executor = meta_registry(search, executor)
+            served = ToolCatalog(meta)
+            served.load()
+        router = CallRouter(served_executor, served, max_output_bytes=settings.max_output_bytes)
         notifier = ListChangedNotifier()
         access = ToolAccess(
             tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
@@ -116,11 +141,12 @@ class Bridge:
             filter_list=settings.auth_filter_tools,
             default_identity=stdio_identity(settings),
         )
-        parts = build_server(catalog, router, notifier, settings, prompts=prompts, access=access)
+        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
-        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, access, prompts, owns)
-        if settings.dynamic:
+        bridge = cls(registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search)
+        bridge._full_catalog = catalog
+        if settings.dynamic and search is None:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog) and not catalog.resource_records():
             logger.warning("No modules registered; server starting with zero tools")
@@ -155,5 +181,7 @@ class Bridge:
             self._unsubscribe()
             self._unsubscribe = None
         self.catalog.unwatch()
+        if self._full_catalog is not None:
+            self._full_catalog.unwatch()
         if self.owns_executor:
             close_pipeline(self.executor)

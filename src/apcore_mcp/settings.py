@@ -19,6 +19,7 @@ TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
 APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
 AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
+TOOL_MODES: tuple[str, ...] = ("list", "search")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 MAX_NAME_LENGTH = 255
@@ -205,6 +206,12 @@ class Settings:
         group="protocol",
         kind="float",
     )
+    request_state_ttl: float = option(
+        600.0,
+        "seconds a 2026-07-28 input-required round stays answerable (its sealed requestState expires after)",
+        group="protocol",
+        kind="float",
+    )
     prompts_dir: str | None = option(
         None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
     )
@@ -352,6 +359,46 @@ class Settings:
     )
     stdio_identity_type: str = option("user", "type of that identity", group="auth")
     stdio_roles: tuple[str, ...] = option((), "roles of that identity", group="auth", kind="list", metavar="ROLE")
+    # -- upstreams -------------------------------------------------------------------------------
+    mcp_config: str | None = option(
+        None,
+        "Claude-style `mcp.json` (`mcpServers`, optional `scopes`) of upstream MCP servers to mount as tools",
+        group="upstreams",
+        env="CONFIG",
+        metavar="FILE",
+    )
+    upstreams: bool = option(
+        True,
+        "start the upstream servers of `--mcp-config` (when off, none starts and a scope naming servers fails)",
+        group="upstreams",
+        kind="bool",
+    )
+    strict_upstreams: bool = option(
+        False,
+        "a server with a missing `${VAR}` or that fails to start stops the start-up (default: WARNING, skipped)",
+        group="upstreams",
+        kind="bool",
+    )
+    upstream_log_dir: str | None = option(
+        None,
+        "directory receiving each stdio upstream server's stderr as `<name>.log`",
+        group="upstreams",
+        metavar="DIR",
+    )
+    tool_mode: str = option(
+        "list",
+        "`list` serves every tool; `search` serves `search_tools`, `describe_tool` and `invoke_tool` over them "
+        "(a scope's `toolMode` overrides it)",
+        group="upstreams",
+        kind="choice",
+        choices=TOOL_MODES,
+    )
+    scope: str | None = option(
+        None,
+        "the config scope served at `/mcp` (the others at `/scopes/<name>/mcp`)",
+        group="upstreams",
+        default_text="`default` (every server, every local module, unless the file defines it)",
+    )
 
     def __post_init__(self) -> None:
         for check in _CHECKS:
@@ -456,6 +503,7 @@ def _check_protocol(s: Settings) -> None:
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
     _positive(s, "input_timeout")
+    _positive(s, "request_state_ttl")
     _positive(s, "sse_retry_ms")
 
 
@@ -515,6 +563,18 @@ def _check_auth(s: Settings) -> None:
     check_auth(s)
 
 
+def _check_upstreams(s: Settings) -> None:
+    for what in ("mcp_config", "upstream_log_dir", "scope"):
+        value = getattr(s, what)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SettingError(what, f"{what} must not be empty")
+    for what in ("upstreams", "strict_upstreams"):
+        if not isinstance(getattr(s, what), bool):
+            raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    if s.tool_mode not in TOOL_MODES:
+        raise SettingError("tool_mode", f"tool_mode must be one of: {', '.join(TOOL_MODES)}, got {s.tool_mode!r}")
+
+
 _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_identity,
     _check_filters,
@@ -524,6 +584,7 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_limits,
     _check_replicas,
     _check_auth,
+    _check_upstreams,
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")

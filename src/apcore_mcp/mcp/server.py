@@ -38,7 +38,6 @@ from apcore_mcp.settings import Settings
 
 STATIC_LIST_TTL_MS = 60_000
 """How long list results stay fresh when the catalog cannot change (no ``dynamic``)."""
-REQUEST_STATE_TTL_SECONDS = 600.0
 
 
 class ApcoreServer(Server[Any]):
@@ -91,9 +90,9 @@ def cache_hints(live: bool) -> dict[Any, CacheHint]:
 def request_state_boundary(settings: Settings) -> RequestStateBoundary:
     """Seals ``requestState`` with the configured key ring (the first key seals), or a per-process key."""
     if settings.request_state_keys:
-        security = RequestStateSecurity(keys=list(settings.request_state_keys), ttl=REQUEST_STATE_TTL_SECONDS)
+        security = RequestStateSecurity(keys=list(settings.request_state_keys), ttl=settings.request_state_ttl)
     else:
-        security = RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_SECONDS)
+        security = RequestStateSecurity.ephemeral(ttl=settings.request_state_ttl)
     return RequestStateBoundary(security, default_audience=settings.name)
 
 
