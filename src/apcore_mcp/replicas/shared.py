@@ -11,6 +11,7 @@ import anyio
 from apcore_mcp.bridge import Bridge, change_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
+from apcore_mcp.replicas.buckets import BucketStore, RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,10 @@ class SharedState:
             await self.broadcaster.run()
         else:
             await anyio.sleep_forever()
+
+    def buckets(self, fallback: BucketStore | None = None) -> RedisBuckets:
+        """Rate-limit buckets shared by the replicas (``fallback`` while Redis is away)."""
+        return RedisBuckets(self.link, fallback)
 
     def problems(self) -> dict[str, str]:
         """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``."""
