@@ -1,5 +1,5 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
-``bench.upstream``; ``WORKLOADS`` names them all.
+``bench.upstream``, ``replicas`` in ``bench.replicas``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -28,6 +28,7 @@ from bench.common import (
     server_specs,
 )
 from bench.pipeline import pipeline
+from bench.replicas import replicas
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
 from bench.upstream import tool_search, upstream_call
@@ -351,4 +352,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "auth": auth,
     "upstream": upstream_call,
     "search": tool_search,
+    "replicas": replicas,
 }
