@@ -22,6 +22,7 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
 
 from replica_support import (
@@ -100,6 +101,13 @@ async def test_stateless_elicitation_is_could_not_ask(stateless: Cluster) -> Non
         async with Client(stateless.proxy.mcp, mode="legacy", cache=None, elicitation_callback=answer) as client:
             result = structured(await client.call_tool("replica.ask", {"question": "colour?"}))
     assert result == {"asked": False, "answer": None}
+
+
+async def test_legacy_sse_is_pinned_to_one_replica_by_client_address(stateless: Cluster) -> None:
+    with anyio.fail_after(CALL_SECONDS):
+        async with Client(sse_client(f"{stateless.proxy.url}/sse"), mode="legacy", cache=None) as client:
+            answers = [structured(await client.call_tool("replica.echo", {"text": f"e{i}"})) for i in range(4)]
+    assert len({answer["replica"] for answer in answers}) == 1  # its session lives in one process
 
 
 # -- affinity by session id -------------------------------------------------------------------
