@@ -113,6 +113,10 @@ async def test_legacy_sse_is_pinned_to_one_replica_by_client_address(stateless: 
 # -- affinity by session id -------------------------------------------------------------------
 
 
+async def approve(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"approve": True})
+
+
 def session_refused(error: BaseException) -> bool:
     """Whether ``error`` (or one inside its groups) is the 404 of an unknown session."""
     if isinstance(error, MCPError):
@@ -131,14 +135,14 @@ class Stuck:
 
 
 @contextlib.asynccontextmanager
-async def sticking_session(url: str) -> AsyncIterator[Stuck]:
+async def sticking_session(url: str, **options: Any) -> AsyncIterator[Stuck]:
     """Open sessions until one sticks to a replica (the SDK client's way to recover from a 404)."""
     refusals: list[float] = []
     for _ in range(ATTEMPTS):
         started = time.monotonic()
         stuck: Stuck | None = None
         try:
-            async with Client(url, mode="legacy", cache=None) as client:
+            async with Client(url, mode="legacy", cache=None, **options) as client:
                 first = structured(await client.call_tool("replica.echo", {"text": "hello"}))
                 stuck = Stuck(client, first["replica"], refusals)
                 yield stuck
@@ -159,11 +163,14 @@ def test_affinity_config_hashes_on_the_session_id() -> None:
 async def test_affinity_sessions_stick_or_fail_cleanly_and_recover(tmp_path: Path) -> None:
     with cluster_of(tmp_path, AFFINITY) as cluster:
         with anyio.fail_after(60):
-            async with sticking_session(cluster.proxy.mcp) as stuck:
+            async with sticking_session(cluster.proxy.mcp, elicitation_callback=approve) as stuck:
                 answers = [
                     structured(await stuck.client.call_tool("replica.echo", {"text": f"s{i}"})) for i in range(5)
                 ]
                 assert {answer["replica"] for answer in answers} == {stuck.replica}  # one replica, its whole life
+                # a stuck session has its channel back: approval by elicitation works
+                purged = structured(await stuck.client.call_tool("replica.purge", {"target": "logs"}))
+                assert purged == {"purged": "logs", "replica": stuck.replica}
             assert all(seconds < FAIL_SECONDS for seconds in stuck.refusals), stuck.refusals
 
             # Its replica goes away: the session's next request is a clean 404 from the other one.

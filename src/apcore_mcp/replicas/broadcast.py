@@ -72,8 +72,7 @@ class ChangeBroadcaster:
         self.notifier = notifier
         self.origin = origin or secrets.token_hex(8)
         self.channel = link.key(CHANNEL)
-        self.received = 0
-        """Changes of other replicas announced here (for metrics and tests)."""
+        self._failures = 0  # consecutive failed subscription attempts: the retry delay grows with them
         self._loop: asyncio.AbstractEventLoop | None = None
         self._outbox: asyncio.Queue[ListChange] = asyncio.Queue(OUTBOX_SIZE)
 
@@ -109,19 +108,19 @@ class ChangeBroadcaster:
                 self.link.failed(USER, exc, FALLBACK)
 
     async def _subscribe_forever(self) -> None:
-        attempt = 0
         while True:
             try:
                 await self._subscribed()
             except (RedisError, OSError) as exc:
                 self.link.failed(USER, exc, FALLBACK)
-            await asyncio.sleep(RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)])
-            attempt += 1
+            await asyncio.sleep(RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS) - 1)])
+            self._failures += 1
 
     async def _subscribed(self) -> None:
         pubsub = self.link.client.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(self.channel)
+            self._failures = 0
             if self.link.succeeded(USER):
                 self.notifier.announce(ListChange(tools=True, resources=True))  # what changed meanwhile is unknown
             while True:
@@ -139,7 +138,6 @@ class ChangeBroadcaster:
         origin, change = decoded
         if origin == self.origin:
             return  # our own clients heard of it already
-        self.received += 1
         self.notifier.announce(change)
 
 
