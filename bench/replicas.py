@@ -1,4 +1,4 @@
-"""Workload "replicas": several replicas behind nginx, and what shared state in Redis costs per call.
+"""Workload 12 (replicas): several replicas behind nginx, and what shared state in Redis costs per call.
 
 - Calls/s of 2026-07-28 clients (the era without sessions, so round-robin needs nothing else)
   to one replica directly, through nginx (``deploy/nginx-replicas.conf``) with one replica, and
@@ -165,17 +165,17 @@ def replicas(cfg: Config) -> list[dict[str, Any]]:
     label = f"2026-07-28, {clients} client{'s' if clients > 1 else ''}"
     faults = {name: _faults(result) for name, result in results.items()}
     return [
-        row("9 replicas", f"calls/s, {TWO}, {label}", "calls/s", two.get("calls_per_s"),
+        row("12 replicas", f"calls/s, {TWO}, {label}", "calls/s", two.get("calls_per_s"),
             {name: r.get("calls_per_s") for name, r in others.items()}, details=results),
-        row("9 replicas", f"server CPU per call (all replicas), {label}", "ms", two.get("server_cpu_ms_per_call"),
+        row("12 replicas", f"server CPU per call (all replicas), {label}", "ms", two.get("server_cpu_ms_per_call"),
             {name: r.get("server_cpu_ms_per_call") for name, r in others.items()}),
-        row("9 replicas", f"p50 latency, {TWO}, {label}", "ms", two.get("p50_ms"),
+        row("12 replicas", f"p50 latency, {TWO}, {label}", "ms", two.get("p50_ms"),
             {name: r.get("p50_ms") for name, r in others.items()}),
-        row("9 replicas", f"errors / lost / misrouted, every layout, {label}", "count", float(sum(faults.values())),
+        row("12 replicas", f"errors / lost / misrouted, every layout, {label}", "count", float(sum(faults.values())),
             target="0", met=sum(faults.values()) == 0, details=faults),
-        row("9 replicas", "rate-limit take, Redis bucket on loopback (median)", "ms", buckets["redis"],
+        row("12 replicas", "rate-limit take, Redis bucket on loopback (median)", "ms", buckets["redis"],
             {"in-process bucket": buckets["in-process"]}, details=buckets),
-        row("9 replicas", "Redis rate limit per call beyond an in-process bucket", "ms",
+        row("12 replicas", "Redis rate limit per call beyond an in-process bucket", "ms",
             buckets["redis"] - buckets["in-process"]),
     ]  # fmt: skip
 

@@ -32,6 +32,7 @@ from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
 from apcore_mcp.run.background import MCPServer
 from apcore_mcp.run.serve import serve
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
 
 __all__ = [
     "MCP_ELICIT_KEY",
@@ -40,6 +41,7 @@ __all__ = [
     "CallContext",
     "EmbeddedResource",
     "Image",
+    "JsonSchemaModel",
     "MCPApprovalHandler",
     "MCPServer",
     "ResourceLink",
@@ -53,6 +55,7 @@ __all__ = [
     "denormalize_tool_name",
     "elicit",
     "install_pipeline",
+    "json_schema_model",
     "list_roots",
     "log_message",
     "normalize_tool_name",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +24,30 @@ from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.config import DEFAULT_SCOPE, ScopeSpec, UpstreamConfig, load_config
 from apcore_mcp.upstream.module import upstream_server_of
+from apcore_mcp.upstream.scopes import ScopeSelection
 
 if TYPE_CHECKING:
     from apcore_mcp.search import ToolSearch
 
 logger = logging.getLogger(__name__)
+
+
+def main_scope(config: UpstreamConfig, settings: Settings) -> ScopeSpec:
+    """The scope the main endpoint serves (``settings.scope``, else the implicit default).
+
+    Raises:
+        ValueError: ``settings.scope`` names no scope of the config.
+    """
+    try:
+        return config.scope(settings.scope or DEFAULT_SCOPE)
+    except KeyError as exc:
+        raise ValueError(f"scope: {exc.args[0]}") from None
+
+
+def _both(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda module_id: first(module_id) and second(module_id)
 
 
 def registry_of(registry_or_executor: Registry | Executor) -> Registry:
@@ -88,6 +107,10 @@ class Bridge:
     owns_executor: bool = False
     search: ToolSearch | None = None
     """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
+    upstream_config: UpstreamConfig | None = None
+    """The ``mcp.json`` of ``settings.mcp_config``, as read at build (servers mount when serving starts)."""
+    selection: ScopeSelection | None = None
+    """The main endpoint's scope selection when a config is in use (swapped on reload)."""
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
     _full_catalog: ToolCatalog | None = None
@@ -115,6 +138,13 @@ class Bridge:
         """
         settings = settings or Settings()
         registry = registry_of(registry_or_executor)
+        upstream_config, selection = None, None
+        if (config_path := settings.mcp_config) is not None:
+            # Upstream tools register once their servers mount (when serving starts): follow the registry.
+            settings = settings.replace(dynamic=True)
+            upstream_config = load_config(config_path, os.environ, strict=settings.strict_upstreams)
+            selection = ScopeSelection(registry, main_scope(upstream_config, settings))
+            include = selection if include is None else _both(include, selection)
         executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
         catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
@@ -144,7 +174,10 @@ class Bridge:
         parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
-        bridge = cls(registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search)
+        bridge = cls(
+            registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search,
+            upstream_config, selection,
+        )  # fmt: skip
         bridge._full_catalog = catalog
         if settings.dynamic and search is None:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)

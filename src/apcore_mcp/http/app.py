@@ -30,8 +30,10 @@ from apcore_mcp.http.events import MemoryEventStore
 from apcore_mcp.http.explorer import execute_token, explorer_routes
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.metrics import Metrics, StreamCounter
+from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
+from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -86,15 +88,22 @@ def create_app(
 
     take_over_stream_draining()
     shared = _shared_state(bridge)
+    # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
+    endpoints = ScopeEndpoints(bridge.executor, settings, sdk_security) if bridge.upstream_config else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run(), anyio.create_task_group() as background:
+        async with (
+            manager.run(),
+            serving_upstreams(bridge, endpoints=endpoints) as upstreams,
+            anyio.create_task_group() as background,
+        ):
             bridge.notifier.bind(asyncio.get_running_loop())
             stopping = functools.partial(mark_stopping, app)
             background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping)
             if shared is not None:
                 background.start_soon(shared.run)
+            app.state.upstreams = upstreams
             app.state.stopping = False
             app.state.ready = True
             try:
@@ -115,6 +124,7 @@ def create_app(
         Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics, shared.problems if shared is not None else dict),
+        *(endpoints.routes if endpoints is not None else []),
     ]
     auth = build_auth(settings)  # None when auth is "none"
     if settings.explorer:
@@ -129,6 +139,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.ready = False
     app.state.stopping = False
+    app.state.upstreams = None
     return app
 
 
@@ -171,6 +182,9 @@ def service_routes(bridge: Bridge, metrics: Metrics, problems: Problems = dict) 
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
+        upstreams = readiness(request.app.state.upstreams)
+        if upstreams is not None:
+            body["upstreams"] = upstreams
         degraded = problems()
         if degraded:
             body["degraded"] = degraded

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,31 +32,11 @@ from starlette.types import Receive, Scope, Send
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import ScopeSpec, UpstreamConfig
-from apcore_mcp.upstream.scopes import scope_filter
+from apcore_mcp.upstream.scopes import ScopeSelection
 
 logger = logging.getLogger(__name__)
 
 SCOPE_PATH = "/scopes/{name}/mcp"
-
-
-class ScopeSelection:
-    """A scope's selection as a predicate whose scope can be swapped under a live catalog."""
-
-    def __init__(self, registry: Any, scope: ScopeSpec) -> None:
-        self._registry = registry
-        self.scope = scope
-        self._include: Callable[[str], bool] = scope_filter(registry, scope)
-
-    def __call__(self, module_id: str) -> bool:
-        return self._include(module_id)
-
-    def update(self, scope: ScopeSpec) -> bool:
-        """Take ``scope``; whether the selection changed."""
-        if scope == self.scope:
-            return False
-        self.scope = scope
-        self._include = scope_filter(self._registry, scope)
-        return True
 
 
 @dataclass(eq=False)

@@ -39,9 +39,9 @@ def served_scopes(config: UpstreamConfig, main: str | None) -> list[str]:
 
 @asynccontextmanager
 async def mount_upstreams(
-    registry: Any, settings: Settings, environ: Mapping[str, str]
+    registry: Any, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
 ) -> AsyncIterator[UpstreamRuntime | None]:
-    """The mounted servers of ``settings.mcp_config`` (``None`` without one).
+    """The mounted servers of ``settings.mcp_config`` (``None`` without one); ``config``: already read.
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
@@ -52,7 +52,8 @@ async def mount_upstreams(
     if settings.mcp_config is None:
         yield None
         return
-    config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+    if config is None:
+        config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
     async with UpstreamPool(redactor=config.redactor, log_dir=settings.upstream_log_dir) as pool:
         runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams)
         try:
@@ -66,12 +67,26 @@ async def mount_upstreams(
                 await runtime.close()
 
 
-async def reload_upstreams(runtime: UpstreamRuntime, settings: Settings, environ: Mapping[str, str]) -> Switch | None:
-    """Apply the config file as it is now; ``None`` (and an ERROR logged) when it is unusable."""
+def read_config(settings: Settings, environ: Mapping[str, str]) -> UpstreamConfig | None:
+    """The config file as it is now; ``None`` (and an ERROR logged) when it is unusable."""
     if settings.mcp_config is None:
         return None
     try:
-        config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+        return load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+    except UpstreamConfigError as exc:
+        logger.error("Upstream config not reloaded, the running servers stay as they are: %s", exc)
+        return None
+
+
+async def reload_upstreams(
+    runtime: UpstreamRuntime, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
+) -> Switch | None:
+    """Apply the config file as it is now (or ``config``); ``None`` (and an ERROR logged) when it is unusable."""
+    if settings.mcp_config is None:
+        return None
+    try:
+        if config is None:
+            config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
         scopes = served_scopes(config, settings.scope)
         runtime.pool.redactor.add(config.redactor.secrets)
         return await runtime.apply(config, scopes)

@@ -179,3 +179,23 @@ def _log(switch: Switch) -> None:
         )
     for name, reason in switch.failed.items():
         logger.warning("Upstream server %r not mounted: %s", name, reason)
+
+
+class ScopeSelection:
+    """A scope's selection as a predicate whose scope can be swapped under a live catalog."""
+
+    def __init__(self, registry: Any, scope: ScopeSpec) -> None:
+        self._registry = registry
+        self.scope = scope
+        self._include: Callable[[str], bool] = scope_filter(registry, scope)
+
+    def __call__(self, module_id: str) -> bool:
+        return self._include(module_id)
+
+    def update(self, scope: ScopeSpec) -> bool:
+        """Take ``scope``; whether the selection changed."""
+        if scope == self.scope:
+            return False
+        self.scope = scope
+        self._include = scope_filter(self._registry, scope)
+        return True
