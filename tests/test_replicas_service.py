@@ -19,7 +19,7 @@ from apcore_mcp.http.app import create_app
 from apcore_mcp.mcp.notifier import ListChange
 from apcore_mcp.replicas.broadcast import decode_change, encode_change
 from apcore_mcp.run.serving import make_http_server
-from apcore_mcp.run.shutdown import drain_when_stopping
+from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams
 from apcore_mcp.settings import SettingError, Settings
 
 from conftest import free_port, running_http
@@ -129,5 +129,6 @@ async def test_under_plain_uvicorn_the_stop_is_seen_and_announced() -> None:
             await drain_when_stopping(bridge.router, 0.1, lambda: stopped.append(True))
     finally:
         signal.signal(signal.SIGTERM, previous)
+        reset_streams()  # the drain ended every event stream of this process: later tests stream again
         bridge.close()
     assert stopped == [True]
