@@ -18,7 +18,8 @@ COPY constraints.txt pyproject.toml README.md ./
 COPY src/ src/
 # the wheel force-includes static/explorer.html (pyproject.toml)
 COPY static/ static/
-RUN pip install --no-cache-dir -c constraints.txt .
+# with redis-py, for replicas that share state (APCORE_MCP_REDIS_URL)
+RUN pip install --no-cache-dir -c constraints.txt ".[redis]"
 
 # ---- runtime ----
 FROM python:3.11-slim

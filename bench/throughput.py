@@ -7,6 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from bench.common import (
@@ -30,6 +31,13 @@ def load_layout(clients: int) -> list[int]:
 
 def run_load(cfg: Config, pid: int, port: int, transport: str, clients: int) -> dict[str, Any]:
     """N load processes against one running server for ``cfg.duration`` seconds; merged results."""
+    return run_load_at(cfg, [pid], f"http://127.0.0.1:{port}", transport, clients)
+
+
+def run_load_at(
+    cfg: Config, pids: Sequence[int], url: str, transport: str, clients: int, *, era: str = "legacy"
+) -> dict[str, Any]:
+    """N load processes against ``url`` for ``cfg.duration`` seconds; server CPU is the sum over ``pids``."""
     layout = load_layout(clients)
     grace = 2.5 + 0.04 * clients
     start_at = time.time() + grace
@@ -40,9 +48,11 @@ def run_load(cfg: Config, pid: int, port: int, transport: str, clients: int) -> 
                 "-m",
                 "bench.load",
                 "--url",
-                f"http://127.0.0.1:{port}",
+                url,
                 "--transport",
                 "sse" if transport == "sse" else "http",
+                "--era",
+                era,
                 "--clients",
                 str(k),
                 "--start-at",
@@ -64,9 +74,9 @@ def run_load(cfg: Config, pid: int, port: int, transport: str, clients: int) -> 
     outs: list[dict[str, Any]] = []
     try:
         time.sleep(max(0.0, start_at - time.time()))
-        cpu0 = cpu_seconds(pid)
+        cpu0 = sum(cpu_seconds(pid) for pid in pids)
         time.sleep(max(0.0, start_at + cfg.duration - time.time()))
-        cpu1 = cpu_seconds(pid)
+        cpu1 = sum(cpu_seconds(pid) for pid in pids)
         deadline = time.monotonic() + cfg.call_timeout + 30
         for proc in procs:
             try:

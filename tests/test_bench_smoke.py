@@ -73,5 +73,8 @@ def test_workload_runs(config: Config, name: str) -> None:
         assert counts and all(value and value >= 1 for row in counts for value in row["references"].values())
     if name == "auth":
         assert rows[0]["details"]["jwks_fetches"] == 1  # verified against the cached JWKS, fetched once
+    if name == "replicas":  # every layout answered calls, and the Redis bucket really went to Redis
+        assert all(result["ok"] > 0 for result in rows[0]["details"].values()), rows[0]["details"]
+        assert rows[4]["details"]["redis_failures"] == 0
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -24,7 +22,7 @@ import textwrap
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +32,22 @@ import yaml
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from conftest import Inbox, free_port, stop_process, wait_ok
+from conftest import Inbox, free_port, wait_ok
+from deploy_support import (
+    DOCKERFILE,
+    clean_env,
+    dockerfile_stages,
+    final_stage,
+    healthcheck_cmd,
+    image_cmd,
+    log_tail,
+    nginx_running,
+    option,
+    point_nginx_conf,
+    running,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-DOCKERFILE = REPO / "Dockerfile"
 COMPOSE = REPO / "docker-compose.yml"
 DEPLOY = REPO / "deploy"
 NGINX_CONF = DEPLOY / "nginx.conf"
@@ -46,101 +56,6 @@ EXAMPLE_TOOLS = ["files.purge", "geo.distance", "reports.chart", "tasks.schedule
 STARTUP_SECONDS = 20
 STOP_SECONDS = 8
 NOTIFY_SECONDS = 2.0
-
-
-# --------------------------------------------------------------------------- Dockerfile parsing
-
-
-@dataclass
-class Instruction:
-    keyword: str
-    args: str
-
-
-@dataclass
-class Stage:
-    base: str
-    instructions: list[Instruction] = field(default_factory=list)
-
-    def all(self, keyword: str) -> list[str]:
-        return [ins.args for ins in self.instructions if ins.keyword == keyword]
-
-    def last(self, keyword: str) -> str:
-        found = self.all(keyword)
-        assert found, f"Dockerfile: no {keyword} in the final stage"
-        return found[-1]
-
-    def env(self) -> dict[str, str]:
-        values: dict[str, str] = {}
-        for args in self.all("ENV"):
-            tokens = shlex.split(args)
-            if tokens and "=" not in tokens[0]:  # legacy `ENV KEY value with spaces`
-                values[tokens[0]] = args.split(None, 1)[1]
-                continue
-            for token in tokens:
-                key, _, value = token.partition("=")
-                values[key] = value
-        return values
-
-
-def dockerfile_stages(text: str) -> list[Stage]:
-    """The stages of a Dockerfile: continuations joined, comments dropped."""
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        logical.append(pending + line)
-        pending = ""
-    assert not pending, "Dockerfile ends inside a line continuation"
-    stages: list[Stage] = []
-    for line in logical:
-        keyword, _, args = line.partition(" ")
-        keyword, args = keyword.upper(), args.strip()
-        if keyword == "FROM":
-            stages.append(Stage(base=args.split()[0]))
-        else:
-            assert stages, f"Dockerfile: {keyword} before FROM"
-            stages[-1].instructions.append(Instruction(keyword, args))
-    return stages
-
-
-def exec_form(args: str, what: str) -> list[str]:
-    assert args.startswith("["), f"{what} must be exec form (a JSON array), got: {args}"
-    value = json.loads(args)
-    assert isinstance(value, list), what
-    assert all(isinstance(item, str) for item in value), what
-    return value
-
-
-def final_stage() -> Stage:
-    return dockerfile_stages(DOCKERFILE.read_text())[-1]
-
-
-def option(argv: list[str], name: str) -> str:
-    """The value of ``--name value`` or ``--name=value`` in ``argv``."""
-    for index, arg in enumerate(argv):
-        if arg == name:
-            return argv[index + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    raise AssertionError(f"{name} missing from {argv}")
-
-
-def image_cmd() -> list[str]:
-    return exec_form(final_stage().last("CMD"), "CMD")
-
-
-def healthcheck_cmd() -> list[str]:
-    args = final_stage().last("HEALTHCHECK")
-    head, sep, command = args.partition("CMD ")
-    assert sep, f"HEALTHCHECK without CMD: {args}"
-    assert all(part.startswith("--") for part in head.split()), head
-    return exec_form(command.strip(), "HEALTHCHECK CMD")
 
 
 # --------------------------------------------------------------------------- Dockerfile checks
@@ -223,12 +138,13 @@ def compose() -> dict[str, Any]:
 
 def test_compose_services_publish_on_loopback_only() -> None:
     services = compose()["services"]
-    assert set(services) == {"apcore-mcp", "nginx", "prometheus"}
+    default = {name for name, service in services.items() if not service.get("profiles")}
+    assert default == {"apcore-mcp", "nginx", "prometheus"}  # others are opt-in profiles
     assert "ports" not in services["apcore-mcp"], "the service is reached through nginx only"
     published = 0
     for name, service in services.items():
         for port in service.get("ports", []):
-            published += 1
+            published += name in default
             if isinstance(port, dict):
                 assert port.get("host_ip") == "127.0.0.1", (name, port)
             else:
@@ -334,7 +250,7 @@ def test_kubernetes_manifests() -> None:
     assert spec["replicas"] == 2
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
-    env = {item["name"]: item["value"] for item in container["env"]}
+    env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["APCORE_MCP_STATELESS"] == "true"
     assert "*" not in env.get("FORWARDED_ALLOW_IPS", "")
     for probe, path in (("livenessProbe", "/health"), ("readinessProbe", "/ready")):
@@ -355,28 +271,6 @@ def test_kubernetes_manifests() -> None:
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def clean_env() -> dict[str, str]:
-    """This process's environment without settings that would leak into a child server."""
-    leaky = ("APCORE_MCP_", "FORWARDED_ALLOW_IPS", "UVICORN_")
-    return {key: value for key, value in os.environ.items() if not key.startswith(leaky)}
-
-
-def log_tail(path: Path, lines: int = 40) -> str:
-    text = path.read_text(errors="replace") if path.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-@contextlib.contextmanager
-def running(cmd: list[str], log: Path, *, env: dict[str, str], cwd: Path = REPO) -> Iterator[subprocess.Popen[bytes]]:
-    """``cmd`` as a child process (output to ``log``), stopped by PID on the way out."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            yield proc
-        finally:
-            stop_process(proc)
 
 
 def image_command(port: int) -> list[str]:
@@ -519,13 +413,6 @@ main()
 '''
 
 
-def nginx_binary() -> str:
-    path = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if path is None:
-        pytest.fail("nginx is not installed: apt-get install -y nginx (CI installs it)")
-    return path
-
-
 @dataclass
 class Proxied:
     url: str  # nginx
@@ -535,29 +422,17 @@ class Proxied:
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
     """The live server behind deploy/nginx.conf, both on free 127.0.0.1 ports."""
-    nginx = nginx_binary()
     tmp = tmp_path_factory.mktemp("nginx")
     script = tmp / "server.py"
     script.write_text(textwrap.dedent(SERVER_SCRIPT))
     upstream_port, nginx_port = free_port(), free_port()
-    conf = NGINX_CONF.read_text()
-    assert "apcore-mcp:8000" in conf and "listen 80;" in conf
-    conf = conf.replace("apcore-mcp:8000", f"127.0.0.1:{upstream_port}")
-    conf = conf.replace("listen 80;", f"listen 127.0.0.1:{nginx_port};")
-    prefix = tmp / "prefix"
-    prefix.mkdir()
-    (prefix / "nginx.conf").write_text(conf)
-    nginx_cmd = [
-        nginx, "-e", "stderr", "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf"),
-        "-g", f"daemon off; pid {prefix}/nginx.pid;",
-    ]  # fmt: skip
+    conf = point_nginx_conf(NGINX_CONF.read_text(), nginx_port, {"apcore-mcp:8000": f"127.0.0.1:{upstream_port}"})
     upstream = f"http://127.0.0.1:{upstream_port}"
     url = f"http://127.0.0.1:{nginx_port}"
-    server_log, nginx_log = tmp / "server.log", tmp / "nginx.log"
+    server_log = tmp / "server.log"
     with running([sys.executable, str(script), str(upstream_port)], server_log, env=clean_env()) as server:
         wait_ok(f"{upstream}/health", server, STARTUP_SECONDS, lambda: log_tail(server_log))
-        with running(nginx_cmd, nginx_log, env=clean_env()) as proxy:
-            wait_ok(f"{url}/health", proxy, STARTUP_SECONDS, lambda: log_tail(nginx_log))
+        with nginx_running(conf, tmp, nginx_port):
             yield Proxied(url, upstream)
 
 

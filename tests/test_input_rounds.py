@@ -153,7 +153,9 @@ async def test_stateless_handshake_http_fails_approval_closed(tmp_path: Path) ->
         bridge.close()
     assert result.is_error is True
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.startswith("Not run: demo.purge requires approval: the client cannot ask its user")
+    # the reason names stateless mode and the way out (a 2026-07-28 client), not a client fault
+    assert text.startswith("Not run: demo.purge requires approval: this server runs stateless")
+    assert "2026-07-28" in text
     assert not (tmp_path / "ran").exists()
 
 

@@ -30,6 +30,12 @@ CANNOT_ASK = (
     "or the connection has no channel back to it); use a client that supports elicitation, "
     "or the operator may turn approval off with --approval auto"
 )
+NO_BACK_CHANNEL = (
+    "this server runs stateless (for several replicas), where a 2025-11-25 client cannot be asked for "
+    "confirmation: each request is answered on its own and an answer would have nowhere to go; "
+    "use a 2026-07-28 client (its confirmation rounds work across replicas), or a stateful server "
+    "with session affinity"
+)
 NO_CLIENT = "no interactive client is attached to this call; approve it from an MCP client or the explorer"
 
 
@@ -75,6 +81,8 @@ class MCPApprovalHandler:
             return _rejected(NO_CLIENT)
         if call.confirmed:
             return ApprovalResult(status="approved", approved_by=f"{call.origin} confirmation")
+        if call.peer is not None and not call.peer.back_channel:
+            return _rejected(NO_BACK_CHANNEL)
         if call.peer is None or not call.peer.can_ask("elicitation"):
             return _rejected(CANNOT_ASK)
         key = f"{APPROVAL_KEY_PREFIX}-{request.module_id.replace('.', '-')}"

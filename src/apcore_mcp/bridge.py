@@ -16,7 +16,7 @@ from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.mcp.access import ToolAccess, executor_acl
-from apcore_mcp.mcp.notifier import ListChangedNotifier
+from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
 from apcore_mcp.pipeline import build_executor, close_pipeline
 from apcore_mcp.principal import parse_scope_rules, stdio_identity
@@ -78,6 +78,16 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
         approval_handler=handler,
         sync_workers=settings.sync_workers,
         timeout_ceiling_ms=settings.timeout_ceiling_ms,
+    )
+
+
+def change_of(record: ToolRecord) -> ListChange:
+    """What adding or removing ``record`` changes for clients: a list, and its docs resource."""
+    documented = bool(record.documentation)
+    return ListChange(
+        tools=record.resource is None,
+        resources=documented or record.resource is not None,
+        updated=(f"{DOCS_SCHEME}{record.name}",) if documented else (),
     )
 
 
@@ -192,12 +202,7 @@ class Bridge:
             )
 
     def _on_change(self, record: ToolRecord) -> None:
-        documented = bool(record.documentation)
-        self.notifier.changed(
-            tools=record.resource is None,
-            resources=documented or record.resource is not None,
-            updated=(f"{DOCS_SCHEME}{record.name}",) if documented else (),
-        )
+        self.notifier.announce(change_of(record))
 
     @property
     def uptime_seconds(self) -> float:

@@ -76,6 +76,11 @@ class Peer(Protocol):
         """Whether the client declared the capability and the channel can carry the request."""
         ...  # pragma: no cover
 
+    @property
+    def back_channel(self) -> bool:
+        """Whether a request to the client can travel at all (not on stateless HTTP in the handshake era)."""
+        ...  # pragma: no cover
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
     async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

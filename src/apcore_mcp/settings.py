@@ -8,6 +8,7 @@ README's tables are all derived from these declarations.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -256,6 +257,26 @@ class Settings:
         kind="choice",
         choices=LOG_LEVELS,
         default_text="logging untouched (`INFO` on the command line)",
+    )
+
+    # -- replicas --------------------------------------------------------------------------------
+    redis_url: str | None = option(
+        None,
+        "Redis shared by the replicas (`redis://`, `rediss://` or `unix://`; needs `apcore-mcp[redis]`); "
+        "without it every replica keeps its state to itself",
+        group="replicas",
+        metavar="URL",
+        secret=True,
+    )
+    redis_prefix: str = option(
+        "apcore-mcp:", "prefix of the Redis keys and channels this service uses", group="replicas"
+    )
+    broadcast_changes: bool = option(
+        False,
+        "publish registry changes on Redis so the clients of every replica hear `list_changed` "
+        "(needs `redis_url` and `dynamic`)",
+        group="replicas",
+        kind="bool",
     )
 
     # -- auth ------------------------------------------------------------------------------------
@@ -519,6 +540,23 @@ def _check_limits(s: Settings) -> None:
         )
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _check_replicas(s: Settings) -> None:
+    if s.redis_url is not None:
+        if not isinstance(s.redis_url, str) or not s.redis_url.startswith(REDIS_SCHEMES):
+            raise SettingError("redis_url", f"redis_url must start with one of: {', '.join(REDIS_SCHEMES)}")
+        if importlib.util.find_spec("redis") is None:
+            raise SettingError("redis_url", "redis_url needs the redis package: pip install 'apcore-mcp[redis]'")
+    if not isinstance(s.redis_prefix, str) or not s.redis_prefix or any(c.isspace() for c in s.redis_prefix):
+        raise SettingError("redis_prefix", "redis_prefix must be a non-empty string without spaces")
+    if s.broadcast_changes and s.redis_url is None:
+        raise SettingError("broadcast_changes", "broadcast_changes needs redis_url")
+    if s.broadcast_changes and not s.dynamic:
+        raise SettingError("broadcast_changes", "broadcast_changes needs dynamic (live registry changes)")
+
+
 def _check_auth(s: Settings) -> None:
     from apcore_mcp.auth_settings import check_auth  # kept apart: the auth rules are many
 
@@ -544,6 +582,7 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_protocol,
     _check_service,
     _check_limits,
+    _check_replicas,
     _check_auth,
     _check_upstreams,
 )

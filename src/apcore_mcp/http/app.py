@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.sse import SseServerTransport
@@ -34,6 +35,9 @@ from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from apcore_mcp.replicas.shared import SharedState
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +87,7 @@ def create_app(
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
 
     take_over_stream_draining()
+    shared = _shared_state(bridge)
     # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
     endpoints = ScopeEndpoints(bridge.executor, settings, sdk_security) if bridge.upstream_config else None
 
@@ -94,14 +99,20 @@ def create_app(
             anyio.create_task_group() as background,
         ):
             bridge.notifier.bind(asyncio.get_running_loop())
-            background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout)
+            stopping = functools.partial(mark_stopping, app)
+            background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping)
+            if shared is not None:
+                background.start_soon(shared.run)
             app.state.upstreams = upstreams
+            app.state.stopping = False
             app.state.ready = True
             try:
                 yield
             finally:
                 app.state.ready = False
                 background.cancel_scope.cancel()
+                if shared is not None:
+                    await shared.aclose()
                 bridge.close()
                 reset_streams()
 
@@ -112,7 +123,7 @@ def create_app(
         Route(MCP_PATH, endpoint=streams(StreamableHTTPASGIApp(manager), MCP_PATH)),
         Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
-        *service_routes(bridge, metrics),
+        *service_routes(bridge, metrics, shared.problems if shared is not None else dict),
         *(endpoints.routes if endpoints is not None else []),
     ]
     auth = build_auth(settings)  # None when auth is "none"
@@ -127,11 +138,29 @@ def create_app(
     app.state.bridge = bridge
     app.state.metrics = metrics
     app.state.ready = False
+    app.state.stopping = False
     app.state.upstreams = None
     return app
 
 
-def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
+def mark_stopping(app: Starlette) -> None:
+    """From the stop signal on, ``/ready`` answers 503 so balancers stop sending new work here."""
+    app.state.stopping = True
+
+
+def _shared_state(bridge: Bridge) -> SharedState | None:
+    if bridge.settings.redis_url is None:
+        return None
+    from apcore_mcp.replicas.shared import shared_state  # redis is an optional dependency
+
+    return shared_state(bridge)
+
+
+Problems = Callable[[], dict[str, str]]
+"""What runs degraded (``{"redis": "unreachable ..."}``): still serving, so still ready."""
+
+
+def service_routes(bridge: Bridge, metrics: Metrics, problems: Problems = dict) -> list[BaseRoute]:
     """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools``."""
     settings = bridge.settings
 
@@ -148,12 +177,17 @@ def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
         )
 
     async def ready(request: Request) -> JSONResponse:
+        if getattr(request.app.state, "stopping", False):
+            return JSONResponse({"status": "stopping"}, status_code=503)
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
         upstreams = readiness(request.app.state.upstreams)
         if upstreams is not None:
             body["upstreams"] = upstreams
+        degraded = problems()
+        if degraded:
+            body["degraded"] = degraded
         return JSONResponse(body)
 
     async def metrics_text(_request: Request) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.connection import Connection
@@ -22,6 +23,15 @@ from apcore_mcp.mcp.peer import connection_of
 from apcore_mcp.mcp.resources import Subscriptions
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ListChange:
+    """One change to announce: the tool list, the resource list, resources whose content changed."""
+
+    tools: bool = True
+    resources: bool = False
+    updated: tuple[str, ...] = ()
 
 
 class ListChangedNotifier:
@@ -72,6 +82,10 @@ class ListChangedNotifier:
             loop.call_soon_threadsafe(self._schedule, kinds, updated)
         except RuntimeError:  # the loop closed between the check and the call
             logger.debug("List change not delivered: the event loop is closed")
+
+    def announce(self, change: ListChange) -> None:
+        """``changed()`` for a ``ListChange``; safe from any thread."""
+        self.changed(tools=change.tools, resources=change.resources, updated=change.updated)
 
     def _schedule(self, kinds: set[str], updated: tuple[str, ...] = ()) -> None:
         start = not self._pending and not self._updated

@@ -88,8 +88,14 @@ class HandshakePeer:
         self._log_levels = log_levels
         self._timeout = timeout
 
+    @property
+    def back_channel(self) -> bool:
+        # False in stateless Streamable HTTP: a request could go out on the POST's stream,
+        # but the client's answer would arrive as a new POST that nothing waits for.
+        return bool(self._ctx.session.can_send_request)
+
     def can_ask(self, kind: InputKind) -> bool:
-        return self._ctx.session.can_send_request and _capable(self._ctx, kind)
+        return self.back_channel and _capable(self._ctx, kind)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._ctx.session.report_progress(progress, total, message)
@@ -146,6 +152,9 @@ class ModernPeer:
         responses = _responses(input_responses)
         answers.update({key: value for key, value in responses.items() if key in asked})
         return cls(ctx, answers)
+
+    back_channel = True
+    """Input-required rounds need no channel: the client retries with the answers."""
 
     def can_ask(self, kind: InputKind) -> bool:
         return _capable(self._ctx, kind)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -17,9 +18,11 @@ import anyio
 import anyio.abc
 import uvicorn
 from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
+from apcore_mcp.http.app import mark_stopping
 from apcore_mcp.run.shutdown import drain
 from apcore_mcp.run.upstreams import serving_upstreams
 
@@ -59,10 +62,17 @@ class HttpServer(uvicorn.Server):
     the signal after shutdown, killing the process with it).
     """
 
-    def __init__(self, config: uvicorn.Config, router: CallRouter, drain_seconds: float) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        router: CallRouter,
+        drain_seconds: float,
+        on_stopping: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(config)
         self.router = router
         self.drain_seconds = drain_seconds
+        self.on_stopping = on_stopping
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Our own, not uvicorn's: sse-starlette patches uvicorn's handler to end every SSE
@@ -70,6 +80,8 @@ class HttpServer(uvicorn.Server):
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True
         self.should_exit = True
+        if self.on_stopping is not None:
+            self.on_stopping()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -89,8 +101,13 @@ class HttpServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Stop taking work before draining, in uvicorn's own order: no new connections, idle
+        # keep-alive ones closed now, busy ones after their response. A proxy holding pooled
+        # connections then sends new requests to another replica instead of into the drain.
         for server in self.servers:
             server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
         await drain(self.router, self.drain_seconds)
         await super().shutdown(sockets)
 
@@ -105,7 +122,8 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
         ws="none",
     )
-    return HttpServer(config, bridge.router, settings.shutdown_timeout)
+    stopping = functools.partial(mark_stopping, app) if isinstance(app, Starlette) else None
+    return HttpServer(config, bridge.router, settings.shutdown_timeout, stopping)
 
 
 async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Callable[[], None] | None = None) -> None:

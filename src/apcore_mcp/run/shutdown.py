@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from apcore_mcp.calls import CallRouter
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2
+SETTLE_SECONDS = 0.1
 
 
 def take_over_stream_draining() -> None:
@@ -45,15 +47,22 @@ def _signalled_uvicorn() -> Any | None:
     return server if getattr(server, "should_exit", False) else None
 
 
-async def drain_when_stopping(router: CallRouter, limit_seconds: float) -> None:
-    """Run for the app's life: once uvicorn is stopping, wait for calls, then end streams."""
+async def drain_when_stopping(
+    router: CallRouter, limit_seconds: float, on_stopping: Callable[[], None] | None = None
+) -> None:
+    """Run for the app's life: once uvicorn is stopping, call ``on_stopping``, wait for calls, then end streams."""
     while _signalled_uvicorn() is None:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await anyio.sleep(POLL_SECONDS)
+    if on_stopping is not None:
+        on_stopping()
     await drain(router, limit_seconds)
 
 
 async def drain(router: CallRouter, limit_seconds: float) -> None:
     """Wait (at most ``limit_seconds``) for calls in flight, then end every event stream."""
+    # A request read just before the stop reaches the router within a moment (uvicorn waits
+    # as long after closing connections): count it in, or its stream would end unanswered.
+    await anyio.sleep(SETTLE_SECONDS)
     if router.in_flight:
         logger.info("Waiting up to %.1fs for %d call(s) in flight", limit_seconds, router.in_flight)
         with anyio.move_on_after(limit_seconds):

@@ -1,0 +1,71 @@
+"""What one replica shares with the others, built from its settings (only with ``redis_url``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from apcore_mcp.bridge import Bridge, change_of
+from apcore_mcp.records import ToolRecord
+from apcore_mcp.replicas.broadcast import ChangeBroadcaster
+from apcore_mcp.replicas.buckets import BucketStore, RedisBuckets
+from apcore_mcp.replicas.link import RedisLink
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SharedState:
+    """The replica's Redis link and what runs over it, for the app's lifespan."""
+
+    link: RedisLink
+    broadcaster: ChangeBroadcaster | None = None
+    _unsubscribe: Callable[[], None] | None = field(default=None, repr=False)
+
+    async def run(self) -> None:
+        """Serve the shared state until cancelled (nothing to run without broadcasting)."""
+        if self.broadcaster is not None:
+            await self.broadcaster.run()
+        else:
+            await anyio.sleep_forever()
+
+    def buckets(self, fallback: BucketStore | None = None) -> RedisBuckets:
+        """Rate-limit buckets shared by the replicas (``fallback`` while Redis is away)."""
+        return RedisBuckets(self.link, fallback)
+
+    def problems(self) -> dict[str, str]:
+        """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``."""
+        problem = self.link.problem()
+        return {"redis": problem} if problem else {}
+
+    async def aclose(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        await self.link.aclose()
+
+
+def shared_state(bridge: Bridge) -> SharedState | None:
+    """The shared state ``bridge.settings`` asks for, or ``None`` without ``redis_url``."""
+    settings = bridge.settings
+    if settings.redis_url is None:
+        return None
+    if not settings.request_state_keys:
+        logger.warning(
+            "redis_url is set, so replicas share state, but request_state_keys is not: each replica seals "
+            "2026-07-28 requestState with its own key, and an input-required round fails when its retry "
+            "reaches another replica. Give every replica the same request_state_keys."
+        )
+    state = SharedState(RedisLink(settings.redis_url, settings.redis_prefix))
+    if settings.broadcast_changes:
+        broadcaster = ChangeBroadcaster(state.link, bridge.notifier)
+
+        def relay(record: ToolRecord) -> None:
+            broadcaster.local_change(change_of(record))
+
+        state.broadcaster = broadcaster
+        state._unsubscribe = bridge.catalog.subscribe(relay)
+    return state
