@@ -13,6 +13,7 @@ from apcore.approval import AutoApproveHandler
 from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.edge import Identify, no_identity
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
@@ -56,6 +57,11 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
     )
 
 
+def call_limits(settings: Settings) -> CallLimits:
+    """The rate limit and concurrency cap the settings ask for (shared by every edge of one server)."""
+    return CallLimits(rate=settings.rate_limit, burst=settings.rate_burst, max_concurrent=settings.max_concurrent_calls)
+
+
 @dataclass
 class Bridge:
     """Everything one served registry needs; build it with ``Bridge.build``."""
@@ -67,6 +73,7 @@ class Bridge:
     router: CallRouter
     notifier: ListChangedNotifier
     parts: ServerParts
+    limits: CallLimits
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
     started_at: float = field(default_factory=time.monotonic)
@@ -100,10 +107,11 @@ class Bridge:
         catalog.load()
         router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes)
         notifier = ListChangedNotifier()
-        parts = build_server(catalog, router, notifier, settings, prompts=prompts, identify=identify)
+        limits = call_limits(settings)
+        parts = build_server(catalog, router, notifier, settings, prompts=prompts, identify=identify, limits=limits)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
-        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, prompts, owns)
+        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, limits, prompts, owns)
         if settings.dynamic:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog) and not catalog.resource_records():

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 SERIALIZATION_ERROR = "Failed to serialize module output"
 CANCELLED = "cancelled"
+STOPPED = "Call cancelled: the server is shutting down"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +76,18 @@ class CallRouter:
         self.catalog = catalog
         self.max_output_bytes = max_output_bytes
         self._in_flight = 0
+        self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = []
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    def cancel_all(self) -> int:
+        """Cancel every call running now; each answers a ``cancelled`` error (shutdown past its grace period)."""
+        for scope in self._scopes:
+            scope.cancel()
+        return len(self._scopes)
 
     async def wait_idle(self, poll_seconds: float = 0.05) -> None:
         """Return once no call is running (polled: this only runs during shutdown)."""
@@ -96,7 +104,15 @@ class CallRouter:
         started = time.perf_counter()
         kind = CANCELLED
         try:
-            outcome = await self._call(name, arguments if arguments is not None else {}, call)
+            with anyio.CancelScope() as scope:
+                self._scopes.add(scope)
+                try:
+                    outcome = await self._call(name, arguments if arguments is not None else {}, call)
+                finally:
+                    self._scopes.discard(scope)
+            if scope.cancelled_caught:  # cancel_all(): answered, not dropped
+                call.cancel_token.cancel()
+                outcome = CallOutcome(tool=name, error=SafeError("cancelled", STOPPED))
             kind = outcome.kind
             return outcome
         except asyncio.CancelledError:

@@ -227,6 +227,63 @@ class Settings:
         group="limits",
         kind="int",
     )
+    max_body_bytes: int = option(
+        4 * 1024 * 1024,
+        "largest HTTP request body accepted, in bytes (chunked too); a larger one is answered 413",
+        group="limits",
+        kind="int",
+    )
+    header_timeout: float = option(
+        10.0,
+        "seconds a client gets to send a request's headers (our uvicorn protocol; see the README for plain uvicorn)",
+        group="limits",
+        kind="float",
+    )
+    body_timeout: float = option(
+        30.0,
+        "seconds a client gets to send a whole request body; a slower one is answered 408 and disconnected",
+        group="limits",
+        kind="float",
+    )
+    max_sessions: int = option(
+        1000,
+        "Streamable HTTP sessions open at once (initialized or not); a new one past it is answered 503",
+        group="limits",
+        kind="int",
+    )
+    max_sessions_per_caller: int = option(
+        100,
+        "sessions one caller (its address, or its principal once authenticated) may hold; past it 429",
+        group="limits",
+        kind="int",
+    )
+    session_idle_timeout: float = option(
+        600.0,
+        "seconds a Streamable HTTP session may sit with no request and no open stream before it is closed",
+        group="limits",
+        kind="float",
+    )
+    rate_limit: float | None = option(
+        None,
+        "tool calls per second per caller (token bucket); past it HTTP 429 with `Retry-After`, "
+        "JSON-RPC error -32010 in MCP",
+        group="limits",
+        kind="float",
+        default_text="no limit",
+    )
+    rate_burst: int | None = option(
+        None,
+        "tool calls a caller may make at once before `rate_limit` applies",
+        group="limits",
+        kind="int",
+        default_text="`rate_limit` rounded up",
+    )
+    max_concurrent_calls: int | None = option(
+        500,
+        "tool calls running at once; one more is refused at once (HTTP 503, JSON-RPC error -32011 in MCP)",
+        group="limits",
+        kind="int",
+    )
     log_level: str | None = option(
         None,
         "`DEBUG`, `INFO`, `WARNING` or `ERROR`; logs go to stderr",
@@ -374,6 +431,26 @@ def _check_limits(s: Settings) -> None:
         )
 
 
+def _check_traffic(s: Settings) -> None:
+    _whole(s, "max_body_bytes", 1024)
+    _whole(s, "max_sessions", 1)
+    _whole(s, "max_sessions_per_caller", 1)
+    for name in ("header_timeout", "body_timeout", "session_idle_timeout"):
+        _positive(s, name)
+    if s.rate_limit is not None:
+        _positive(s, "rate_limit")
+    if s.rate_burst is not None:
+        _whole(s, "rate_burst", 1)
+    if s.max_concurrent_calls is not None:
+        _whole(s, "max_concurrent_calls", 1)
+
+
+def _whole(s: Settings, name: str, minimum: int) -> None:
+    value = getattr(s, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SettingError(name, f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_identity,
     _check_filters,
@@ -381,6 +458,7 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_protocol,
     _check_service,
     _check_limits,
+    _check_traffic,
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")

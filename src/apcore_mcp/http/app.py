@@ -2,7 +2,8 @@
 
 Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages/`` (legacy SSE), ``GET /health``
 (liveness), ``GET /ready`` (readiness), ``GET /metrics`` (Prometheus), ``GET /openai/tools``
-and, when enabled, the explorer. Every route sits behind the Host/Origin guard.
+and, when enabled, the explorer. Every request is timed (``HttpMetrics``), then passes the
+Host/Origin guard, then has its body read within the size limit and deadline (``BodyGuard``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import anyio
 from mcp.server.sse import SseServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -24,10 +25,15 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.explorer import execute_token, explorer_routes
+from apcore_mcp.http.body import BodyGuard
+from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
+from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
-from apcore_mcp.http.metrics import Metrics, StreamCounter
+from apcore_mcp.http.mcp_front import McpFront
+from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
+from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
+from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.settings import Settings
 
@@ -47,6 +53,8 @@ class SseEndpoint:
     def __init__(self, bridge: Bridge, transport: SseServerTransport) -> None:
         self.bridge = bridge
         self.transport = transport
+        self.connections = 0
+        """Open SSE connections (each is one MCP session)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "GET":
@@ -54,7 +62,11 @@ class SseEndpoint:
             return
         server = self.bridge.server
         async with self.transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            self.connections += 1
+            try:
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                self.connections -= 1
 
 
 def create_app(
@@ -68,24 +80,35 @@ def create_app(
     sdk_security = policy.to_sdk_settings()
     metrics = Metrics(bridge)
     bridge.router.observers.append(metrics.observe_call)
-    manager = StreamableHTTPSessionManager(
-        app=bridge.server,
+    bridge.parts.admission.observers.append(metrics.reject)
+    manager = SessionManager(
+        bridge.server,
+        max_per_caller=settings.max_sessions_per_caller,
         stateless=settings.stateless,
         json_response=settings.json_response,
         security_settings=sdk_security,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        max_request_body_size=settings.max_body_bytes,
     )
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
+    sse_endpoint = SseEndpoint(bridge, sse)
+    metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
 
+    gate = ExecuteGate(settings)
     take_over_stream_draining()
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with manager.run(), anyio.create_task_group() as background:
             bridge.notifier.bind(asyncio.get_running_loop())
             background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout)
+            if warn_if_exposed(settings, app.state, len(bridge.catalog)):
+                gate.expose()
             app.state.ready = True
             try:
-                yield
+                # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
+                yield {HEADER_TIMEOUT_STATE: settings.header_timeout, REJECT_STATE: metrics.reject}
             finally:
                 app.state.ready = False
                 background.cancel_scope.cancel()
@@ -96,16 +119,20 @@ def create_app(
         return StreamCounter(app, metrics.open_streams, route)
 
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=streams(StreamableHTTPASGIApp(manager), MCP_PATH)),
-        Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
+        Route(MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager)), MCP_PATH)),
+        Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics),
     ]
     if settings.explorer:
-        routes += explorer_routes(bridge, execute_token(bridge))
+        routes += explorer_routes(bridge, gate)
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)],
+        middleware=[
+            Middleware(HttpMetrics, metrics=metrics),
+            Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject),
+            Middleware(BodyGuard, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+        ],
         lifespan=lifespan,
     )
     app.state.bridge = bridge
