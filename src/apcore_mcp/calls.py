@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.content import OutputError, RenderedOutput, dump_json, render_output, to_json_value
+from apcore_mcp.content import OutputError, RenderedOutput, dump_json, precheck_size, render_output, to_json_value
 from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
 from apcore_mcp.records import ToolRecord
@@ -132,7 +132,7 @@ class CallRouter:
             # Filtered-out and unknown modules look the same: neither exists for this client.
             return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
         outcome = await self._execute(record, arguments, call)
-        return self._success(record, outcome.value) if outcome.ok else outcome
+        return await self._success(record, outcome.value) if outcome.ok else outcome
 
     async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
         """Run a resource module; the outcome's ``value`` is its raw output."""
@@ -173,9 +173,12 @@ class CallRouter:
             await call.report_progress(count, None, dump_json(to_json_value(chunk)))
         return merged
 
-    def _success(self, record: ToolRecord, output: Any) -> CallOutcome:
+    async def _success(self, record: ToolRecord, output: Any) -> CallOutcome:
         try:
-            rendered = render_output(output, record.layout, self.max_output_bytes)
+            if precheck_size(output, self.max_output_bytes):
+                rendered = render_output(output, record.layout, self.max_output_bytes)
+            else:  # many values: encoding takes a while, keep the event loop (and /health) free
+                rendered = await anyio.to_thread.run_sync(render_output, output, record.layout, self.max_output_bytes)
         except OutputError as exc:
             log_call_error(record.name, exc)
             message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
