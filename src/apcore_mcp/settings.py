@@ -139,7 +139,7 @@ class Settings:
     # -- network ---------------------------------------------------------------------------------
     host: str = option(
         "127.0.0.1",
-        "address the HTTP transports bind to (decides Host checking and the explorer token rule)",
+        "address the HTTP transports bind to (an allowed Host; bound off loopback, explorer calls need a token)",
         group="network",
     )
     port: int = option(8000, "port the HTTP transports bind to (1-65535)", group="network", kind="int")

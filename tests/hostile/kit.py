@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -129,6 +131,41 @@ def server_process(*settings: str, log: Path) -> Iterator[tuple[subprocess.Popen
     try:
         wait_ok(f"{url}/health", proc, details=lambda: log.read_text(errors="replace"))
         yield proc, url
+    finally:
+        stop_process(proc)
+
+
+NGINX_CONF = HERE.parents[1] / "deploy" / "nginx.conf"
+
+
+@contextlib.contextmanager
+def nginx_in_front(upstream: str, tmp: Path, **overrides: str) -> Iterator[str]:
+    """The shipped ``deploy/nginx.conf`` proxying to ``upstream`` on a free 127.0.0.1 port; its URL.
+
+    ``overrides`` replace directives' values (``client_body_timeout="1s"``) to keep tests short.
+    """
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(nginx).exists():
+        pytest.fail("nginx is not installed: apt-get install -y nginx")
+    port = free_port()
+    conf = NGINX_CONF.read_text().replace("apcore-mcp:8000", upstream.removeprefix("http://"))
+    conf = conf.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    for directive, value in overrides.items():
+        conf, count = re.subn(rf"\b{directive} [^;]+;", f"{directive} {value};", conf)
+        assert count, directive
+    prefix = tmp / "nginx"
+    prefix.mkdir()
+    (prefix / "nginx.conf").write_text(conf)
+    log = tmp / "nginx.log"
+    command = [nginx, "-e", "stderr", "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf")]
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [*command, "-g", f"daemon off; pid {prefix}/nginx.pid;"], stdout=subprocess.DEVNULL, stderr=sink
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ok(f"{url}/health", proc, details=lambda: log.read_text(errors="replace"))
+        yield url
     finally:
         stop_process(proc)
 

@@ -16,6 +16,8 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
+DRAIN_SECONDS = 2.0
+"""Longest time spent reading the rest of a refused body before answering 413."""
 
 
 def replaying(body: bytes, receive: Receive) -> Receive:
@@ -59,7 +61,7 @@ class BodyGuard:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
-            await self._too_large(send)
+            await self._too_large(receive, send)
             return
         body = await self._read(receive, send)
         if body is not None:
@@ -75,14 +77,25 @@ class BodyGuard:
                     return None
                 body += message.get("body", b"")
                 if len(body) > self.max_bytes:
-                    await self._too_large(send)
+                    await self._too_large(receive, send, more=message.get("more_body", False))
                     return None
                 if not message.get("more_body", False):
                     return bytes(body)
         await send_json(send, 408, {"error": f"Request body not received within {self.timeout:g}s"}, close=True)
         return None
 
-    async def _too_large(self, send: Send) -> None:
+    async def _too_large(self, receive: Receive, send: Send, *, more: bool = True) -> None:
+        """413, after reading (and dropping) up to another ``max_bytes`` of the body.
+
+        Closing a socket with unread bytes makes the kernel reset the connection, and a client
+        still sending its body then never sees the 413. Past that allowance it is reset anyway.
+        """
+        dropped = 0
+        with anyio.move_on_after(min(self.timeout, DRAIN_SECONDS)):
+            while more and dropped <= self.max_bytes:
+                message = await receive()
+                dropped += len(message.get("body", b""))
+                more = message["type"] == "http.request" and message.get("more_body", False)
         await send_json(send, 413, {"error": f"Request body exceeds {self.max_bytes} bytes"}, close=True)
 
 

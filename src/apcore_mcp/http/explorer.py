@@ -34,6 +34,7 @@ from apcore_mcp.calls import CallOutcome
 from apcore_mcp.content import RenderedOutput
 from apcore_mcp.context import CallContext
 from apcore_mcp.http.exposure import local_connection
+from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
@@ -225,6 +226,8 @@ async def _run(bridge: Bridge, request: Request, name: str, arguments: dict[str,
     if outcome is None:
         return _error(499, "Call cancelled: the client disconnected")
     if outcome.error is not None:
+        if outcome.error.kind == "refused":  # apcore's call-chain guards, not our rate limit
+            request.scope[REASON_SCOPE_KEY] = "call_refused"
         return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
     if outcome.rendered is None:
         return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")

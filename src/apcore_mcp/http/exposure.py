@@ -15,6 +15,8 @@ import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import uvicorn
+
 from apcore_mcp.limits import is_loopback_address
 from apcore_mcp.settings import Settings
 
@@ -31,12 +33,13 @@ def running_uvicorn() -> Any | None:
     except ValueError:  # not the main thread
         return None
     server = getattr(handler, "__self__", None)
-    return server if hasattr(server, "config") and hasattr(server, "servers") else None
+    return server if isinstance(server, uvicorn.Server) else None
 
 
 def uvicorn_hosts(server: Any) -> list[str] | None:
     """The addresses a uvicorn server listens on: its sockets once bound, else its ``--host``."""
-    bound = [sock.getsockname()[0] for listener in server.servers for sock in (listener.sockets or ())]
+    listeners = getattr(server, "servers", [])  # set once uvicorn has bound, after the app's lifespan started
+    bound = [sock.getsockname()[0] for listener in listeners for sock in (listener.sockets or ())]
     if bound:
         return bound
     config = server.config

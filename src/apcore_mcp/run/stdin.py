@@ -93,7 +93,7 @@ class StdinLines:
                 if self._start > len(self._buffer) // 2:  # compact now and then, not per line
                     del self._buffer[: self._start]
                     self._start = self._scanned = 0
-                if self._oversized:
+                if self._oversized or len(line) > self._limit + 1:
                     self._oversized = False
                     return _TOO_LONG
                 return line
