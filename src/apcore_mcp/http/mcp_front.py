@@ -16,11 +16,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
 
 import anyio
+import pydantic_core
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import INVALID_REQUEST
@@ -71,8 +73,11 @@ class McpFront:
         await self._serve(scope, body, receive, send, request_id)
 
     async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send, request_id: Any) -> None:
-        """Run the SDK app; if the client leaves before the response ends, cancel its request."""
-        left = anyio.Event()
+        """Run the SDK app; if the client leaves before the response ends, cancel its request.
+
+        A plain asyncio task watches the client (an anyio task group per request costs ~100 us).
+        """
+        left = asyncio.Event()
         complete = False
         replayed = False
 
@@ -91,7 +96,7 @@ class McpFront:
             await send(message)
 
         modern = _is_modern(scope)
-        async with anyio.create_task_group() as tasks:
+        with anyio.CancelScope() as serving:
 
             async def watch_client() -> None:
                 while (await receive())["type"] != "http.disconnect":
@@ -100,14 +105,18 @@ class McpFront:
                 if complete or request_id is None:
                     return
                 if modern:
-                    tasks.cancel_scope.cancel()  # the handler runs in this request
+                    serving.cancel()  # the handler runs in this request
                 else:
                     await self._cancel_in_session(scope, request_id)
 
-            tasks.start_soon(watch_client)
-            await self.app(scope, inner_receive, watch_send)
-            if not left.is_set() or complete:
-                tasks.cancel_scope.cancel()
+            watcher = asyncio.get_running_loop().create_task(watch_client())
+            try:
+                await self.app(scope, inner_receive, watch_send)
+            finally:
+                if left.is_set() and not complete:
+                    await asyncio.shield(watcher)  # let the cancellation reach the session
+                else:
+                    watcher.cancel()
 
     async def _cancel_in_session(self, scope: Scope, request_id: str | int) -> None:
         """Deliver ``notifications/cancelled`` for ``request_id`` to the request's session, as its client would."""
@@ -155,8 +164,8 @@ async def _read_body(receive: Receive) -> bytes | None:
 
 def _decode(body: bytes) -> Any:
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
+        return pydantic_core.from_json(body)  # the SDK's parser: about twice as fast as json.loads
+    except ValueError:
         return None  # the SDK answers its own parse error
 
 
