@@ -40,6 +40,10 @@ class Config:
     servers: Sequence[str] | None = None  # None: all
     startup_reps: int = 3
     call_timeout: float = 10.0
+    upstream_calls: int = 1000
+    upstream_rounds: int = 5
+    search_sizes: Sequence[int] = (1000, 10_000)
+    search_calls: int = 400
     log: Path | None = None
     _dirs: dict[int, Path] = field(default_factory=dict)
 

@@ -31,6 +31,10 @@ def make_config(workdir: Path, *, quick: bool, include_reference: bool, log: Pat
             throughput_rounds=2,
             client_counts=(1, 10),
             startup_reps=1,
+            upstream_calls=300,
+            upstream_rounds=3,
+            search_sizes=(1000,),
+            search_calls=200,
             log=log,
         )
     return Config(workdir=workdir, include_reference=include_reference, log=log)

@@ -1,4 +1,5 @@
-"""Workloads 1-4 and 6 (5 is in ``bench.throughput``, 7 in ``bench.pipeline``); ``WORKLOADS`` names all seven.
+"""Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
+``bench.upstream``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -17,6 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bench import inproc
+from bench.auth import auth
 from bench.common import (
     REPO_ROOT,
     ServerSpec,
@@ -28,6 +30,7 @@ from bench.common import (
 from bench.pipeline import pipeline
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
+from bench.upstream import tool_search, upstream_call
 
 # -- 1. tool build and tools/list -----------------------------------------------------------------
 
@@ -345,4 +348,7 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "throughput": throughput,
     "startup": startup,
     "pipeline": pipeline,
+    "auth": auth,
+    "upstream": upstream_call,
+    "search": tool_search,
 }

@@ -147,20 +147,29 @@ async def running_http(bridge: Bridge) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox) -> AsyncIterator[Any]:
-    """A connected client for an existing server (an HTTP base URL, or a Bridge for memory)."""
+async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox, **callbacks: Any) -> AsyncIterator[Any]:
+    """A connected client for an existing server (an HTTP base URL, or a Bridge for memory).
+
+    ``callbacks`` are the SDK client's (``elicitation_callback``, ``sampling_callback``,
+    ``list_roots_callback``, ``logging_callback``; ``log_level`` opts 2026-07-28 requests into logs).
+    """
     if transport in ("memory", "memory-modern"):
         mode = "legacy" if transport == "memory" else "auto"
-        async with Client(url_or_bridge.server, mode=mode, message_handler=inbox.handler, cache=None) as client:
+        async with Client(
+            url_or_bridge.server, mode=mode, message_handler=inbox.handler, cache=None, **callbacks
+        ) as client:
             yield client
     elif transport in ("http", "http-modern"):
         mode = "legacy" if transport == "http" else "auto"
-        async with Client(f"{url_or_bridge}/mcp", mode=mode, message_handler=inbox.handler, cache=None) as client:
+        async with Client(
+            f"{url_or_bridge}/mcp", mode=mode, message_handler=inbox.handler, cache=None, **callbacks
+        ) as client:
             yield client
     elif transport == "sse":
+        callbacks.pop("log_level", None)
         async with (
             sse_client(f"{url_or_bridge}/sse") as (read, write),
-            ClientSession(read, write, message_handler=inbox.handler) as session,
+            ClientSession(read, write, message_handler=inbox.handler, **callbacks) as session,
         ):
             await session.initialize()
             yield session
@@ -180,20 +189,22 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
     transport: str = request.param
 
     @contextlib.asynccontextmanager
-    async def open_client(*, dynamic: bool = False, prefix: str | None = None) -> AsyncIterator[Connected]:
+    async def open_client(
+        *, dynamic: bool = False, prefix: str | None = None, **callbacks: Any
+    ) -> AsyncIterator[Connected]:
         inbox = Inbox()
         if transport == "stdio":
             args = [*(["--dynamic"] if dynamic else []), *(["--prefix", prefix] if prefix else [])]
-            async with Client(stdio_params(*args), mode="legacy", message_handler=inbox.handler) as client:
+            async with Client(stdio_params(*args), mode="legacy", message_handler=inbox.handler, **callbacks) as client:
                 yield Connected(transport, client, inbox)
             return
         bridge = Bridge.build(make_executor(), Settings(dynamic=dynamic, prefix=prefix))
         try:
             if transport.startswith("memory"):
-                async with open_session(transport, bridge, inbox) as client:
+                async with open_session(transport, bridge, inbox, **callbacks) as client:
                     yield Connected(transport, client, inbox, bridge)
             else:
-                async with running_http(bridge) as url, open_session(transport, url, inbox) as client:
+                async with running_http(bridge) as url, open_session(transport, url, inbox, **callbacks) as client:
                     yield Connected(transport, client, inbox, bridge)
         finally:
             bridge.close()

@@ -12,6 +12,10 @@ from apcore import Executor, ModuleAnnotations, Registry
 from apcore.acl import ACL, ACLRule
 from pydantic import BaseModel, Field
 
+from apcore_mcp import MCPApprovalHandler, install_pipeline
+
+from interactive import INTERACTIVE_MODULES
+
 
 class EchoIn(BaseModel):
     text: str = Field(description="What to echo")
@@ -190,11 +194,14 @@ def make_registry() -> Registry:
     registry.register("admin.secret", Secret())
     registry.register("demo.cycle", Cycle())
     registry.register("demo.register", Registering(registry))
+    for module_id, module_class in INTERACTIVE_MODULES.items():
+        registry.register(module_id, module_class())
     return registry
 
 
 def make_executor(registry: Registry | None = None) -> Executor:
-    """An Executor whose ACL denies ``demo.denied`` to external callers."""
+    """A user's Executor: an ACL denying ``demo.denied`` to external callers, plus the two documented
+    one-liners (our approval handler; the fast, cancellable pipeline)."""
     acl = ACL(
         [
             ACLRule(callers=["*"], targets=["demo.denied"], effect="deny"),
@@ -202,7 +209,8 @@ def make_executor(registry: Registry | None = None) -> Executor:
         ],
         default_effect="deny",
     )
-    return Executor(registry or make_registry(), acl=acl)
+    executor = Executor(registry or make_registry(), acl=acl, approval_handler=MCPApprovalHandler())
+    return install_pipeline(executor)
 
 
 EXPECTED_TOOLS = sorted(
@@ -216,5 +224,6 @@ EXPECTED_TOOLS = sorted(
         "demo.denied",
         "admin.secret",
         "demo.register",
+        *INTERACTIVE_MODULES,
     ]
 )

@@ -36,6 +36,10 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
         servers=("ours", "bare+executor"),
         startup_reps=1,
         call_timeout=5.0,
+        upstream_calls=20,
+        upstream_rounds=2,
+        search_sizes=(30,),
+        search_calls=20,
     )
 
 
@@ -67,5 +71,7 @@ def test_workload_runs(config: Config, name: str) -> None:
     if name == "pipeline":  # the standard pipeline rebuilds schemas on every call, ours never does
         counts = [row for row in rows if row["unit"] == "count"]
         assert counts and all(value and value >= 1 for row in counts for value in row["references"].values())
+    if name == "auth":
+        assert rows[0]["details"]["jwks_fetches"] == 1  # verified against the cached JWKS, fetched once
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row

@@ -12,7 +12,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.settings import Settings
 
-from support import Echo, make_executor, make_registry
+from support import EXPECTED_TOOLS, Echo, make_executor, make_registry
 
 
 def counting_definitions(registry: Registry) -> list[str]:
@@ -136,7 +136,7 @@ async def test_tools_list_is_served_from_cache_until_the_catalog_changes() -> No
     for mode in ("legacy", "auto"):
         async with Client(bridge.server, mode=mode, cache=None) as client:
             for _ in range(3):
-                assert len((await client.list_tools()).tools) == 9
+                assert len((await client.list_tools()).tools) == len(EXPECTED_TOOLS)
     assert handler_calls == 2  # once per protocol version
     registry.register("demo.fresh", Echo())
     async with Client(bridge.server, mode="legacy") as client:

@@ -12,7 +12,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from conftest import running_http
-from support import make_executor
+from support import EXPECTED_TOOLS, make_executor
 
 INIT = {
     "jsonrpc": "2.0",
@@ -44,7 +44,7 @@ async def test_health_reports_modules_and_uptime() -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
-    assert body["module_count"] == 9
+    assert body["module_count"] == len(EXPECTED_TOOLS)
     assert body["version"] == "9.9.9"
     assert isinstance(body["uptime_seconds"], float) and body["uptime_seconds"] >= 0
 

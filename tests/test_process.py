@@ -25,7 +25,7 @@ from mcp.client.sse import sse_client
 from apcore_mcp import MCPServer, serve
 
 from conftest import free_port, wait_ok
-from support import make_executor
+from support import EXPECTED_TOOLS, make_executor
 
 NAP_MODULE = """
 import asyncio
@@ -377,7 +377,7 @@ async def test_mcp_server_in_background_thread() -> None:
     try:
         assert server.running and server.port != 0
         health = httpx.get(f"{server.url}/health", timeout=5).json()
-        assert health["status"] == "ok" and health["module_count"] == 9
+        assert health["status"] == "ok" and health["module_count"] == len(EXPECTED_TOOLS)
         async with Client(f"{server.url}/mcp", mode="legacy") as client:
             result = await client.call_tool("demo.echo", {"text": "bg"})
         assert json.loads(result.content[0].text) == {"echo": "bg"}

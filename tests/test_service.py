@@ -19,7 +19,7 @@ from apcore_mcp.env import settings_from_env, settings_table
 from apcore_mcp.settings import Settings, options, parameters_table
 
 from conftest import running_http
-from support import Echo, make_executor
+from support import EXPECTED_TOOLS, Echo, make_executor
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -118,7 +118,7 @@ async def test_metrics_after_real_calls_and_back_to_idle() -> None:
     assert after[(calls, (("outcome", "internal"), ("tool", "demo.boom")))] == 1
     assert after[(calls, (("outcome", "not_found"), ("tool", "_unknown")))] == 1
     assert after[("apcore_mcp_tool_call_duration_seconds_count", (("tool", "demo.echo"),))] == 3
-    assert after[("apcore_mcp_registered_tools", ())] == 9
+    assert after[("apcore_mcp_registered_tools", ())] == len(EXPECTED_TOOLS)
     assert during[("apcore_mcp_active_sessions", ())] == 1
     assert during[("apcore_mcp_open_streams", (("route", "/mcp"),))] >= 1
     assert after[("apcore_mcp_tool_calls_in_flight", ())] == 0
@@ -166,7 +166,7 @@ async def test_health_and_ready_wait_for_the_lifespan() -> None:
         assert (await http.get("/ready")).status_code == 503
     bridge = Bridge.build(make_executor(), Settings())
     async with running_http(bridge) as url, httpx.AsyncClient() as http:
-        assert (await http.get(f"{url}/ready")).json() == {"status": "ready", "module_count": 9}
+        assert (await http.get(f"{url}/ready")).json() == {"status": "ready", "module_count": len(EXPECTED_TOOLS)}
 
 
 async def test_metrics_can_be_turned_off() -> None:
@@ -196,7 +196,7 @@ async def test_explorer_lists_and_describes_tools() -> None:
     policy = page.headers["content-security-policy"]
     assert "default-src 'none'" in policy and "script-src 'sha256-" in policy and "unsafe-inline" not in policy
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert [tool["name"] for tool in tools][:2] == ["admin.secret", "demo.boom"]
+    assert [tool["name"] for tool in tools] == EXPECTED_TOOLS
     assert tools[0]["annotations"]["destructiveHint"] is True and tools[0]["requiresApproval"] is True
     assert echo["inputSchema"]["required"] == ["text"] and echo["documentation"].startswith("Echo repeats")
     assert (missing.status_code, missing.json()) == (404, {"error": "Tool 'nope' not found"})
@@ -295,7 +295,7 @@ async def test_explorer_makes_a_token_when_none_is_configured(caplog: pytest.Log
 async def test_explorer_prefix_is_configurable() -> None:
     async with asgi_client(create_app(make_executor(), Settings(explorer=True, explorer_prefix="/tools-ui/"))) as http:
         assert (await http.get("/tools-ui/")).status_code == 200
-        assert len((await http.get("/tools-ui/tools")).json()) == 9
+        assert len((await http.get("/tools-ui/tools")).json()) == len(EXPECTED_TOOLS)
         assert (await http.get("/explorer/")).status_code == 404
 
 
@@ -372,5 +372,5 @@ def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) 
         app.create_app()
     monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
     served = app.create_app()
-    assert len(served.state.bridge.catalog) == 4
+    assert len(served.state.bridge.catalog) == 5
     served.state.bridge.close()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
@@ -14,16 +16,39 @@ from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.limits import CallLimits
-from apcore_mcp.mcp.edge import Identify, no_identity
+from apcore_mcp.mcp.access import ToolAccess, executor_acl
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
 from apcore_mcp.pipeline import build_executor, close_pipeline
+from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.config import DEFAULT_SCOPE, ScopeSpec, UpstreamConfig, load_config
+from apcore_mcp.upstream.module import upstream_server_of
+from apcore_mcp.upstream.scopes import ScopeSelection
+
+if TYPE_CHECKING:
+    from apcore_mcp.search import ToolSearch
 
 logger = logging.getLogger(__name__)
+
+
+def main_scope(config: UpstreamConfig, settings: Settings) -> ScopeSpec:
+    """The scope the main endpoint serves (``settings.scope``, else the implicit default).
+
+    Raises:
+        ValueError: ``settings.scope`` names no scope of the config.
+    """
+    try:
+        return config.scope(settings.scope or DEFAULT_SCOPE)
+    except KeyError as exc:
+        raise ValueError(f"scope: {exc.args[0]}") from None
+
+
+def _both(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda module_id: first(module_id) and second(module_id)
 
 
 def registry_of(registry_or_executor: Registry | Executor) -> Registry:
@@ -73,11 +98,20 @@ class Bridge:
     router: CallRouter
     notifier: ListChangedNotifier
     parts: ServerParts
-    limits: CallLimits
+    access: ToolAccess
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
+    search: ToolSearch | None = None
+    """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
+    upstream_config: UpstreamConfig | None = None
+    """The ``mcp.json`` of ``settings.mcp_config``, as read at build (servers mount when serving starts)."""
+    selection: ScopeSelection | None = None
+    """The main endpoint's scope selection when a config is in use (swapped on reload)."""
+    limits: CallLimits = field(default_factory=CallLimits)
+    """The rate limit and concurrency cap every edge of this server admits tool calls through."""
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
+    _full_catalog: ToolCatalog | None = None
 
     @property
     def server(self) -> ApcoreServer:
@@ -89,9 +123,14 @@ class Bridge:
         registry_or_executor: Registry | Executor,
         settings: Settings | None = None,
         *,
-        identify: Identify = no_identity,
+        include: Callable[[str], bool] | None = None,
+        limits: CallLimits | None = None,
     ) -> Bridge:
         """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
+
+        ``include`` narrows the served modules further (a scope's selection, see
+        ``apcore_mcp.upstream.scopes.scope_filter``). ``limits`` shares another server's rate
+        limit and concurrency cap (the per-scope endpoints share the main one's).
 
         Raises:
             TypeError: not a Registry or an Executor.
@@ -99,20 +138,49 @@ class Bridge:
         """
         settings = settings or Settings()
         registry = registry_of(registry_or_executor)
+        upstream_config, selection = None, None
+        if (config_path := settings.mcp_config) is not None:
+            # Upstream tools register once their servers mount (when serving starts): follow the registry.
+            settings = settings.replace(dynamic=True)
+            upstream_config = load_config(config_path, os.environ, strict=settings.strict_upstreams)
+            selection = ScopeSelection(registry, main_scope(upstream_config, settings))
+            include = selection if include is None else _both(include, selection)
         executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
-        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix)
+        catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
         if settings.dynamic:
             catalog.watch()  # before load(): a module registered meanwhile is not missed
         catalog.load()
-        router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes)
+        search: ToolSearch | None = None
+        served, served_executor = catalog, executor
+        if settings.tool_mode == "search":
+            # Imported here: only search mode pays for the meta-tools' contracts (built at import).
+            from apcore_mcp.metatools import meta_registry
+            from apcore_mcp.search import ToolSearch
+
+            # The served list is the meta-tools, constant; the full catalog is only searched.
+            search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
+            meta, served_executor = meta_registry(search, executor)
+            served = ToolCatalog(meta)
+            served.load()
+        router = CallRouter(served_executor, served, max_output_bytes=settings.max_output_bytes)
         notifier = ListChangedNotifier()
-        limits = call_limits(settings)
-        parts = build_server(catalog, router, notifier, settings, prompts=prompts, identify=identify, limits=limits)
+        access = ToolAccess(
+            tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
+            acl=executor_acl(executor),
+            filter_list=settings.auth_filter_tools,
+            default_identity=stdio_identity(settings),
+        )
+        limits = limits if limits is not None else call_limits(settings)
+        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access, limits=limits)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
-        bridge = cls(registry, executor, settings, catalog, router, notifier, parts, limits, prompts, owns)
-        if settings.dynamic:
+        bridge = cls(
+            registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search,
+            upstream_config, selection, limits,
+        )  # fmt: skip
+        bridge._full_catalog = catalog
+        if settings.dynamic and search is None:
             bridge._unsubscribe = catalog.subscribe(bridge._on_change)
         if not len(catalog) and not catalog.resource_records():
             logger.warning("No modules registered; server starting with zero tools")
@@ -152,5 +220,7 @@ class Bridge:
             self._unsubscribe()
             self._unsubscribe = None
         self.catalog.unwatch()
+        if self._full_catalog is not None:
+            self._full_catalog.unwatch()
         if self.owns_executor:
             close_pipeline(self.executor)

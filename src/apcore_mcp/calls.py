@@ -10,6 +10,7 @@ call sets its ``CancelToken`` and re-raises the cancellation.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -19,7 +20,15 @@ from typing import Any
 import anyio
 
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.content import OutputError, RenderedOutput, dump_json, precheck_size, render_output, to_json_value
+from apcore_mcp.content import (
+    MCP_RESULT_KEY,
+    OutputError,
+    RenderedOutput,
+    dump_json,
+    precheck_size,
+    render_output,
+    to_json_value,
+)
 from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
 from apcore_mcp.records import ToolRecord
@@ -43,6 +52,8 @@ class CallOutcome:
     missing_capability: ClientCapabilityMissing | None = None
     value: Any = None
     """The raw module output, for edges that render it themselves (``read_module``)."""
+    carried: dict[str, Any] | None = None
+    """A whole MCP tool result the module produced (an upstream tool's), passed on as it is."""
 
     @property
     def ok(self) -> bool:
@@ -61,6 +72,8 @@ class CallOutcome:
 
     @property
     def text(self) -> str:
+        if self.carried is not None:
+            return json.dumps(self.carried, ensure_ascii=False, separators=(",", ":"))
         return self.rendered.text if self.rendered is not None else ""
 
 
@@ -132,7 +145,16 @@ class CallRouter:
             # Filtered-out and unknown modules look the same: neither exists for this client.
             return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
         outcome = await self._execute(record, arguments, call)
-        return await self._success(record, outcome.value) if outcome.ok else outcome
+        if not outcome.ok:
+            return outcome
+        try:
+            cheap = precheck_size(outcome.value, self.max_output_bytes)
+        except OutputError as exc:  # surely too large: refused before spending time encoding it
+            return output_error(record, exc)
+        if cheap:
+            return success_outcome(record, outcome.value, self.max_output_bytes)
+        # Many values: encoding takes a while, so it runs off the event loop (and /health stays free).
+        return await anyio.to_thread.run_sync(success_outcome, record, outcome.value, self.max_output_bytes)
 
     async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
         """Run a resource module; the outcome's ``value`` is its raw output."""
@@ -173,17 +195,48 @@ class CallRouter:
             await call.report_progress(count, None, dump_json(to_json_value(chunk)))
         return merged
 
-    async def _success(self, record: ToolRecord, output: Any) -> CallOutcome:
-        try:
-            if precheck_size(output, self.max_output_bytes):
-                rendered = render_output(output, record.layout, self.max_output_bytes)
-            else:  # many values: encoding takes a while, keep the event loop (and /health) free
-                rendered = await anyio.to_thread.run_sync(render_output, output, record.layout, self.max_output_bytes)
-        except OutputError as exc:
-            log_call_error(record.name, exc)
-            message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
-            return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
-        return CallOutcome(tool=record.name, rendered=rendered)
+
+def success_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None = None) -> CallOutcome:
+    """The outcome of a call of ``record`` that returned ``output``: rendered, or the result it carries."""
+    carried = carried_result(output)
+    if carried is not None:
+        return CallOutcome(tool=record.name, carried=carried)
+    try:
+        rendered = render_output(output, record.layout, max_output_bytes)
+    except OutputError as exc:
+        return output_error(record, exc)
+    return CallOutcome(tool=record.name, rendered=rendered)
+
+
+def output_error(record: ToolRecord, exc: OutputError) -> CallOutcome:
+    """A module output that cannot be sent: logged, and a safe message for the client."""
+    log_call_error(record.name, exc)
+    message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
+    return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
+
+
+def carried_result(output: Any) -> dict[str, Any] | None:
+    """The MCP tool result an output carries under ``MCP_RESULT_KEY`` (wire JSON text or dict), else ``None``."""
+    wire = output.get(MCP_RESULT_KEY) if isinstance(output, dict) else None
+    if isinstance(wire, str):
+        wire = json.loads(wire)
+    if isinstance(wire, dict) and isinstance(wire.get("content"), list):
+        return wire
+    return None
+
+
+def wire_result(outcome: CallOutcome) -> dict[str, Any]:
+    """An ok or failed outcome as a ``CallToolResult`` wire dict (no ``resultType``: the edge adds it)."""
+    if outcome.carried is not None:
+        return dict(outcome.carried)
+    if outcome.error is not None:
+        return {"content": [{"type": "text", "text": outcome.error.message}], "isError": True}
+    rendered = outcome.rendered
+    assert rendered is not None
+    result: dict[str, Any] = {"content": list(rendered.blocks), "isError": False}
+    if rendered.structured is not None:
+        result["structuredContent"] = rendered.structured
+    return result
 
 
 def _merge(target: dict[str, Any], chunk: Any) -> None:

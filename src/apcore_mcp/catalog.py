@@ -28,10 +28,19 @@ class ToolCatalog:
     is converted exactly once: at ``load()``, or when the registry announces it.
     """
 
-    def __init__(self, registry: Any, *, tags: Sequence[str] | None = None, prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        registry: Any,
+        *,
+        tags: Sequence[str] | None = None,
+        prefix: str | None = None,
+        include: Callable[[str], bool] | None = None,
+    ) -> None:
         self._registry = registry
         self._tags = list(tags) if tags else None
         self._prefix = prefix
+        self._include = include
+        """A further filter on module ids (a scope's selection), applied after ``tags``/``prefix``."""
         self._lock = threading.Lock()
         self._records: dict[str, ToolRecord] = {}
         self._tools: dict[str, ToolRecord] = {}
@@ -73,6 +82,8 @@ class ToolCatalog:
     def load(self) -> None:
         """(Re)build every record from the registry, skipping modules that cannot be converted."""
         module_ids = self._registry.list(tags=self._tags, prefix=self._prefix)
+        if self._include is not None:
+            module_ids = [module_id for module_id in module_ids if self._include(module_id)]
         records = [record for module_id in module_ids if (record := self._build(module_id)) is not None]
         with self._lock:
             self._records = {record.name: record for record in records}
@@ -89,7 +100,11 @@ class ToolCatalog:
                 MAX_TOOL_NAME_LENGTH,
             )
             return None
-        descriptor = self._registry.get_definition(module_id)
+        try:
+            descriptor = self._registry.get_definition(module_id)
+        except Exception as exc:  # noqa: BLE001 - module code (its schema classes) runs here; one bad module is skipped
+            logger.warning("Skipping module %s: its definition cannot be built: %s", module_id, exc)
+            return None
         if descriptor is None:
             logger.warning("Skipping module %s: it has no definition (unregistered meanwhile?)", module_id)
             return None
@@ -143,6 +158,8 @@ class ToolCatalog:
 
     def _matches(self, module_id: str) -> bool:
         if self._prefix is not None and not module_id.startswith(self._prefix):
+            return False
+        if self._include is not None and not self._include(module_id):
             return False
         return module_id in self._registry.list(tags=self._tags, prefix=module_id)
 

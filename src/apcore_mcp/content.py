@@ -27,6 +27,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+MCP_RESULT_KEY = "_mcp_result"
+"""An output holding a whole MCP tool result under this key (an upstream tool's) is passed on as it is."""
 CONTENT_MARK = "x-mcp-content"
 """Schema keyword marking a content-block type (kept in the schemas the tool model reads)."""
 

@@ -101,6 +101,8 @@ class CallContext:
     """Which edge built it: ``mcp``, ``explorer``, ``stdio``... (for logs and metrics)."""
     confirmed: bool = False
     """The caller confirmed this very call out of band (the explorer's dialog)."""
+    release: Callable[[], Awaitable[None]] | None = None
+    """Closes the call's response stream so the client reconnects and resumes (when the transport can)."""
     _last_progress: float | None = field(default=None, repr=False)
     _asked: int = field(default=0, repr=False)
 
@@ -261,6 +263,20 @@ async def request_inputs(
     if call is None:
         return dict.fromkeys(requests)
     return await call.request_inputs(requests, required=required)
+
+
+async def release_stream(context: Any) -> bool:
+    """Let go of the client's response stream while the call goes on (SEP-1699 polling).
+
+    The client reconnects (``GET /mcp`` with ``Last-Event-ID``) and receives what follows, the
+    result included. For long calls behind proxies that cut idle connections. Returns whether
+    the stream was released: only resumable Streamable HTTP streams of 2025-11-25 clients can be.
+    """
+    call = call_context(context)
+    if call is None or call.release is None:
+        return False
+    await call.release()
+    return True
 
 
 async def log_message(context: Any, level: LogLevel, data: Any, logger: str | None = None) -> None:

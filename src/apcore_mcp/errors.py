@@ -97,7 +97,7 @@ def approval_message(error: ApprovalError) -> str:
         reason = reason or "the confirmation was not answered in time"
     else:
         reason = reason or "it was not approved"
-    return f"Not run: {module_id} requires approval and {reason}."
+    return f"Not run: {module_id} requires approval: {str(reason).rstrip('.')}."
 
 
 def is_unexpected(error: BaseException) -> bool:

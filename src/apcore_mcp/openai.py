@@ -180,7 +180,7 @@ def _strict(node: Any, tool_name: str) -> Any:
     for key, value in node.items():
         if key == "default" or key.startswith("x-"):
             continue
-        if key == "properties" and isinstance(value, dict):
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
             out[key] = {name: _strict(prop, tool_name) for name, prop in value.items()}
         elif key in ("items", "additionalProperties", "not", *_BRANCH_KEYS, "prefixItems"):
             out[key] = _strict(value, tool_name)

@@ -7,6 +7,7 @@ self-contained. All functions here are pure: inputs are never mutated.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 MAX_REF_DEPTH = 32
@@ -66,8 +67,20 @@ def _resolve_ref(node: dict[str, Any], ref: str, defs: dict[str, Any], chain: tu
     return {**resolved, **siblings}
 
 
+def is_declared_dialect(schema: dict[str, Any] | None) -> bool:
+    """A schema naming its dialect (``$schema``) was written as a JSON Schema document on purpose:
+    it is served as written (``$defs``, ``$ref``, ``$anchor``, ``if``/``then`` kept), not inlined."""
+    return bool(schema) and isinstance(schema, dict) and "$schema" in schema
+
+
 def to_input_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The schema a client sees for a tool's arguments: inlined, with an object root."""
+    """The schema a client sees for a tool's arguments: inlined, with an object root.
+
+    A schema that declares its dialect (``$schema``) is kept as written (see ``is_declared_dialect``).
+    """
+    if is_declared_dialect(schema):
+        assert schema is not None
+        return copy.deepcopy(schema) if schema.get("type") == "object" else {"type": "object", **copy.deepcopy(schema)}
     inlined = inline_refs(schema or {})
     if not inlined:
         return {"type": "object", "properties": {}}
@@ -77,5 +90,8 @@ def to_input_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def to_output_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The schema of a tool's structured result: inlined, or ``{}`` when there is none."""
+    """The schema of a tool's structured result: inlined (or kept, see ``is_declared_dialect``), or ``{}``."""
+    if is_declared_dialect(schema):
+        assert schema is not None
+        return copy.deepcopy(schema)
     return inline_refs(schema) if schema else {}

@@ -17,7 +17,10 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
 APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
+AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
+TOOL_MODES: tuple[str, ...] = ("list", "search")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 MAX_NAME_LENGTH = 255
 ENV_PREFIX = "APCORE_MCP_"
 
@@ -165,6 +168,19 @@ class Settings:
     json_response: bool = option(
         False, "answer `POST /mcp` with JSON instead of an SSE stream", group="protocol", kind="bool"
     )
+    resumable: bool = option(
+        True,
+        "keep recent stream events so a handshake-era client whose stream broke resumes with Last-Event-ID "
+        "(bounded memory)",
+        group="protocol",
+        kind="bool",
+    )
+    sse_retry_ms: int = option(
+        1000,
+        "reconnection delay suggested to clients of resumable streams, in milliseconds",
+        group="protocol",
+        kind="int",
+    )
     approval: str = option(
         "elicit",
         "how `requires_approval` modules are confirmed: `elicit` asks the client's user (fails closed); "
@@ -186,6 +202,12 @@ class Settings:
         300.0,
         "seconds a handshake-era client gets to answer an elicitation, sampling or roots request "
         "(an unanswered approval is a rejection)",
+        group="protocol",
+        kind="float",
+    )
+    request_state_ttl: float = option(
+        600.0,
+        "seconds a 2026-07-28 input-required round stays answerable (its sealed requestState expires after)",
         group="protocol",
         kind="float",
     )
@@ -293,6 +315,127 @@ class Settings:
         default_text="logging untouched (`INFO` on the command line)",
     )
 
+    # -- auth ------------------------------------------------------------------------------------
+    auth: str = option(
+        "none",
+        "who may call over HTTP: `none`, `jwt` (OAuth bearer tokens) or `api-key` (static keys); "
+        "`/health` and `/ready` stay open",
+        group="auth",
+        kind="choice",
+        choices=AUTH_MODES,
+    )
+    public_url: str | None = option(
+        None,
+        "the server's base URL as clients reach it, with any proxy path prefix (`https://example.com/sub`); "
+        "resource URLs and the default audience derive from it",
+        group="auth",
+        metavar="URL",
+        default_text="`http://HOST:PORT` (required with auth on a wildcard host)",
+    )
+    auth_issuer: str | None = option(None, "required `iss` of tokens (`jwt`)", group="auth", metavar="URL")
+    auth_audience: tuple[str, ...] = option(
+        (),
+        "accepted `aud` values (`jwt`)",
+        group="auth",
+        kind="list",
+        metavar="AUD",
+        default_text="each endpoint's own resource URL, e.g. `PUBLIC_URL/mcp` (RFC 8707)",
+    )
+    auth_jwks_url: str | None = option(
+        None, "JWKS of the issuer's signing keys (https, or http on loopback)", group="auth", metavar="URL"
+    )
+    auth_jwks_ttl: float = option(600.0, "seconds a fetched JWKS is reused", group="auth", kind="float")
+    auth_jwt_key: str | None = option(
+        None, "static verification key instead of a JWKS: a PEM public key or an HS secret", group="auth", secret=True
+    )
+    auth_jwt_key_file: str | None = option(
+        None, "file holding the static verification key", group="auth", metavar="FILE"
+    )
+    auth_algorithms: tuple[str, ...] = option(
+        ("RS256", "ES256"), "accepted JWT algorithms (`none` never)", group="auth", kind="list", metavar="ALG"
+    )
+    auth_scopes: tuple[str, ...] = option(
+        (), "scopes every authenticated request needs", group="auth", kind="list", metavar="SCOPE"
+    )
+    auth_route_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per path prefix: `/metrics=metrics:read`",
+        group="auth",
+        kind="list",
+        metavar="PATH=SCOPE[ SCOPE]",
+    )
+    auth_tool_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per tool glob: `admin.*=admin`",
+        group="auth",
+        kind="list",
+        metavar="GLOB=SCOPE[ SCOPE]",
+    )
+    auth_id_claim: str = option("sub", "claim giving the caller identity's id", group="auth")
+    auth_roles_claim: str = option(
+        "roles", "claim (dotted path) giving its roles: a list or a space-separated string", group="auth"
+    )
+    auth_api_keys: tuple[str, ...] = option(
+        (),
+        "accepted API keys, as hashes: `SHA256HEX:ID[:ROLE ROLE[:SCOPE SCOPE]]`",
+        group="auth",
+        kind="list",
+        metavar="ENTRY",
+        secret=True,
+    )
+    auth_api_keys_file: str | None = option(
+        None, "file of API key entries, one a line (`#` comments)", group="auth", metavar="FILE"
+    )
+    auth_metrics: bool = option(True, "require a token on `/metrics` when auth is on", group="auth", kind="bool")
+    auth_filter_tools: bool = option(
+        False, "list only the tools the caller may call (apcore ACL and tool scopes)", group="auth", kind="bool"
+    )
+    stdio_identity: str | None = option(
+        None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
+    )
+    stdio_identity_type: str = option("user", "type of that identity", group="auth")
+    stdio_roles: tuple[str, ...] = option((), "roles of that identity", group="auth", kind="list", metavar="ROLE")
+    # -- upstreams -------------------------------------------------------------------------------
+    mcp_config: str | None = option(
+        None,
+        "Claude-style `mcp.json` (`mcpServers`, optional `scopes`) of upstream MCP servers to mount as tools",
+        group="upstreams",
+        env="CONFIG",
+        metavar="FILE",
+    )
+    upstreams: bool = option(
+        True,
+        "start the upstream servers of `--mcp-config` (when off, none starts and a scope naming servers fails)",
+        group="upstreams",
+        kind="bool",
+    )
+    strict_upstreams: bool = option(
+        False,
+        "a server with a missing `${VAR}` or that fails to start stops the start-up (default: WARNING, skipped)",
+        group="upstreams",
+        kind="bool",
+    )
+    upstream_log_dir: str | None = option(
+        None,
+        "directory receiving each stdio upstream server's stderr as `<name>.log`",
+        group="upstreams",
+        metavar="DIR",
+    )
+    tool_mode: str = option(
+        "list",
+        "`list` serves every tool; `search` serves `search_tools`, `describe_tool` and `invoke_tool` over them "
+        "(a scope's `toolMode` overrides it)",
+        group="upstreams",
+        kind="choice",
+        choices=TOOL_MODES,
+    )
+    scope: str | None = option(
+        None,
+        "the config scope served at `/mcp` (the others at `/scopes/<name>/mcp`)",
+        group="upstreams",
+        default_text="`default` (every server, every local module, unless the file defines it)",
+    )
+
     def __post_init__(self) -> None:
         for check in _CHECKS:
             check(self)
@@ -396,6 +539,8 @@ def _check_protocol(s: Settings) -> None:
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
     _positive(s, "input_timeout")
+    _positive(s, "request_state_ttl")
+    _positive(s, "sse_retry_ms")
 
 
 def _positive(s: Settings, name: str) -> None:
@@ -451,6 +596,24 @@ def _whole(s: Settings, name: str, minimum: int) -> None:
         raise SettingError(name, f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
+def _check_auth(s: Settings) -> None:
+    from apcore_mcp.auth_settings import check_auth  # kept apart: the auth rules are many
+
+    check_auth(s)
+
+
+def _check_upstreams(s: Settings) -> None:
+    for what in ("mcp_config", "upstream_log_dir", "scope"):
+        value = getattr(s, what)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SettingError(what, f"{what} must not be empty")
+    for what in ("upstreams", "strict_upstreams"):
+        if not isinstance(getattr(s, what), bool):
+            raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    if s.tool_mode not in TOOL_MODES:
+        raise SettingError("tool_mode", f"tool_mode must be one of: {', '.join(TOOL_MODES)}, got {s.tool_mode!r}")
+
+
 _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_identity,
     _check_filters,
@@ -459,6 +622,8 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_service,
     _check_limits,
     _check_traffic,
+    _check_auth,
+    _check_upstreams,
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")

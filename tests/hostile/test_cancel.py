@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import anyio
 import httpx
@@ -14,7 +15,17 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from hostile.kit import HERE, metric, metrics_text, open_session, serving, wait_until
+from hostile.kit import (
+    HERE,
+    metric,
+    metrics_text,
+    open_session,
+    serving,
+    session_headers,
+    sse_payload,
+    tool_call,
+    wait_until,
+)
 from hostile.modules import hostile_registry, sleeper
 
 KILLED = 300
@@ -29,7 +40,10 @@ async def test_300_killed_calls_are_all_cancelled(
     caplog.set_level("INFO")
     registry = hostile_registry()
     counts = sleeper(registry).counts
-    async with serving(registry, json_response=json_response, max_concurrent_calls=None) as (url, _):
+    # Handshake-era SSE streams are resumable: a call outlives its broken stream by five reconnection
+    # delays (here 5 x 0.1 s) unless its client comes back for it; a killed client never does.
+    settings = {"json_response": json_response, "max_concurrent_calls": None, "sse_retry_ms": 100}
+    async with serving(registry, **settings) as (url, _):
         async with httpx.AsyncClient() as http:
             session = [await open_session(http, url)] if era == "handshake" else []
         client = subprocess.Popen(
@@ -89,4 +103,43 @@ async def test_a_browser_leaving_the_explorer_cancels_its_call() -> None:
             call.cancel()
             await asyncio.gather(call, return_exceptions=True)
         await wait_until(lambda: counts.cancelled == 1, "the module cancelled")
+    assert counts.finished == 0
+
+
+async def post_until_primed(http: httpx.AsyncClient, url: str, session_id: str, seconds: float) -> str:
+    """POST a sleeping call, read up to the stream's priming event, then drop the connection; its event id."""
+    body = tool_call(7, "hostile.sleep", {"seconds": seconds})
+    async with http.stream("POST", f"{url}/mcp", json=body, headers=session_headers(session_id)) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("id:"):
+                return line[3:].strip()
+    raise AssertionError("no priming event")
+
+
+async def test_a_broken_stream_resumed_in_time_keeps_its_call() -> None:
+    registry = hostile_registry()
+    counts = sleeper(registry).counts
+    async with serving(registry, sse_retry_ms=1000) as (url, _), httpx.AsyncClient(timeout=20) as http:
+        session_id = await open_session(http, url)
+        event_id = await post_until_primed(http, url, session_id, seconds=1.0)  # a proxy cut it, say
+        await wait_until(lambda: counts.started == 1, "the call running")
+        headers = {**session_headers(session_id), "Last-Event-ID": event_id}
+        answer: dict[str, Any] = {}
+        with anyio.fail_after(10):
+            async with http.stream("GET", f"{url}/mcp", headers=headers) as resumed:
+                async for line in resumed.aiter_lines():
+                    if line.startswith("data:") and '"id":7' in line:
+                        answer = sse_payload(line)
+                        break  # the SDK keeps a resumed stream open after its response
+    assert answer["result"] == {"content": [{"type": "text", "text": '{"slept":1.0}'}], "isError": False}
+    assert (counts.finished, counts.cancelled) == (1, 0)
+
+
+async def test_a_broken_stream_nobody_resumes_cancels_its_call() -> None:
+    registry = hostile_registry()
+    counts = sleeper(registry).counts
+    async with serving(registry, sse_retry_ms=100) as (url, _), httpx.AsyncClient(timeout=20) as http:
+        session_id = await open_session(http, url)
+        await post_until_primed(http, url, session_id, seconds=60)
+        await wait_until(lambda: counts.cancelled == 1, "the call cancelled after the grace period")
     assert counts.finished == 0

@@ -25,16 +25,20 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.auth import build_auth
 from apcore_mcp.http.body import BodyGuard
+from apcore_mcp.http.events import MemoryEventStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
 from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
-from apcore_mcp.http.mcp_front import McpFront
+from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
+from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
+from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -81,12 +85,16 @@ def create_app(
     metrics = Metrics(bridge)
     bridge.router.observers.append(metrics.observe_call)
     bridge.parts.admission.observers.append(metrics.reject)
+    auth = build_auth(settings)  # None when auth is "none"
+    event_store = MemoryEventStore() if settings.resumable and not settings.stateless else None
     manager = SessionManager(
         bridge.server,
         max_per_caller=settings.max_sessions_per_caller,
         stateless=settings.stateless,
         json_response=settings.json_response,
         security_settings=sdk_security,
+        event_store=event_store,
+        retry_interval=settings.sse_retry_ms,
         session_idle_timeout=settings.session_idle_timeout,
         max_sessions=settings.max_sessions,
         max_request_body_size=settings.max_body_bytes,
@@ -95,15 +103,28 @@ def create_app(
     sse_endpoint = SseEndpoint(bridge, sse)
     metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
 
-    gate = ExecuteGate(settings)
+    # With auth on, explorer calls carry the caller's own token: no separate explorer token.
+    gate = ExecuteGate(settings, authenticated=auth is not None)
+    # A handshake-era client whose POST stream broke may resume it (event store, SSE responses):
+    # its call is cancelled only if it has not come back within a few of its reconnection delays.
+    resume_grace = resume_grace_seconds(settings) if event_store is not None and not settings.json_response else None
     take_over_stream_draining()
+    # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
+    endpoints = (
+        ScopeEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        async with manager.run(), anyio.create_task_group() as background:
+        async with (
+            manager.run(),
+            serving_upstreams(bridge, endpoints=endpoints) as upstreams,
+            anyio.create_task_group() as background,
+        ):
             bridge.notifier.bind(asyncio.get_running_loop())
             background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout)
-            if warn_if_exposed(settings, app.state, len(bridge.catalog)):
+            app.state.upstreams = upstreams
+            if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=auth is not None):
                 gate.expose()
             app.state.ready = True
             try:
@@ -119,25 +140,28 @@ def create_app(
         return StreamCounter(app, metrics.open_streams, route)
 
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager)), MCP_PATH)),
+        Route(MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace), MCP_PATH)),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics),
+        *(endpoints.routes if endpoints is not None else []),
     ]
     if settings.explorer:
         routes += explorer_routes(bridge, gate)
-    app = Starlette(
-        routes=routes,
-        middleware=[
-            Middleware(HttpMetrics, metrics=metrics),
-            Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject),
-            Middleware(BodyGuard, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
-        ],
-        lifespan=lifespan,
-    )
+    # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
+    middleware = [Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)]
+    if auth is not None:
+        routes += auth.routes
+        middleware += auth.middleware(on_reject=metrics.reject)
+    middleware += [
+        Middleware(HttpMetrics, metrics=metrics),
+        Middleware(BodyGuard, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
     app.state.metrics = metrics
     app.state.ready = False
+    app.state.upstreams = None
     return app
 
 
@@ -160,7 +184,11 @@ def service_routes(bridge: Bridge, metrics: Metrics) -> list[BaseRoute]:
     async def ready(request: Request) -> JSONResponse:
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ready", "module_count": len(bridge.catalog)})
+        body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
+        upstreams = readiness(request.app.state.upstreams)
+        if upstreams is not None:
+            body["upstreams"] = upstreams
+        return JSONResponse(body)
 
     async def metrics_text(_request: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)

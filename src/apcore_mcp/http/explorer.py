@@ -4,7 +4,9 @@ Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it i
 ``allow_execute``; when on, only JSON POSTs from the page's own origin (scheme, host and port:
 another local app's page is another origin) are accepted, no CORS header is ever sent,
 Host/Origin are checked by the app's guard, and a server reachable from other machines
-requires a bearer token compared in constant time (``ExecuteGate``).
+requires a bearer token compared in constant time (``ExecuteGate``). With ``auth`` on, that
+token is the caller's own (checked by ``http/auth.py``), calls run as the caller's identity,
+and with ``auth_filter_tools`` the list shows only what the caller may call.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from apcore_mcp.context import CallContext
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
+from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
 
@@ -108,13 +111,15 @@ def tool_detail(record: ToolRecord) -> dict[str, Any]:
 class ExecuteGate:
     """Who may run tools from the explorer: the page's own origin, with a token when one is needed.
 
-    A configured token always applies. Without one, a token is needed once the server is
+    A configured token always applies (unless authentication is on: then the caller's own
+    bearer token is checked by the auth middleware instead). Without one, a token is needed once the server is
     reachable from other machines: bound (by whatever started it) to a non-loopback address,
     or reached over a non-loopback interface. A random token is then made and logged once.
     """
 
-    def __init__(self, settings: Settings) -> None:
-        self.enabled = settings.explorer and settings.allow_execute
+    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+        # With authentication on, the auth middleware already demands the caller's own token.
+        self.enabled = settings.explorer and settings.allow_execute and not authenticated
         self.configured = settings.execute_token is not None
         self.token = settings.execute_token or secrets.token_urlsafe(32)
         self.exposed = False
@@ -128,6 +133,8 @@ class ExecuteGate:
         self._announce()
 
     def required(self, scope: Scope) -> bool:
+        if not self.enabled:
+            return False
         if self.configured or self.exposed:
             return True
         if local_connection(scope):
@@ -169,15 +176,23 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "server": {"name": settings.name, "version": settings.server_version()},
                 "allowExecute": settings.allow_execute,
                 "tokenRequired": gate.enabled and gate.required(request.scope),
+                "authRequired": settings.auth != "none",
             }
         )
 
-    async def list_tools(_request: Request) -> JSONResponse:
-        return JSONResponse([tool_summary(record) for record in catalog.records()])
+    async def list_tools(request: Request) -> JSONResponse:
+        return JSONResponse([tool_summary(record) for record in catalog.records() if visible(request, record)])
+
+    def visible(request: Request, record: ToolRecord) -> bool:
+        if not settings.auth_filter_tools:
+            return True
+        principal = principal_of(request.scope)
+        scopes = principal.scopes if principal is not None else None
+        return bridge.access.may_call(record.name, identity_of(request.scope), scopes)
 
     async def get_tool(request: Request) -> JSONResponse:
         record = catalog.get(request.path_params["name"])
-        if record is None:
+        if record is None or not visible(request, record):
             return _error(404, f"Tool '{request.path_params['name']}' not found")
         return JSONResponse(tool_detail(record))
 
@@ -200,7 +215,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         arguments = parse_arguments(await request.body())
         if isinstance(arguments, str):
             return _error(400, arguments)
-        return await _run(bridge, request, name, arguments, CallContext(origin="explorer", confirmed=confirmed))
+        call = CallContext(identity=identity_of(request.scope), origin="explorer", confirmed=confirmed)
+        return await _run(bridge, request, name, arguments, call)
 
     return [
         Route(prefix, redirect, methods=["GET"]),

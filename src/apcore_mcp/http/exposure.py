@@ -69,9 +69,10 @@ def local_connection(scope: Mapping[str, Any]) -> bool:
     return isinstance(server, tuple | list) and bool(server) and is_loopback_address(str(server[0]))
 
 
-def exposure_warning(settings: Settings, hosts: Sequence[str], tool_count: int) -> str:
+def exposure_warning(settings: Settings, hosts: Sequence[str], tool_count: int, *, authenticated: bool = False) -> str:
     """What a non-loopback bind makes reachable, in one line."""
-    open_parts = [f"/mcp and /sse run {tool_count} tool(s) with no authentication"]
+    guarded = "for authenticated callers" if authenticated else "with no authentication"
+    open_parts = [f"/mcp and /sse run {tool_count} tool(s) {guarded}"]
     if settings.explorer and settings.allow_execute:
         open_parts.append(f"the explorer at {settings.explorer_prefix}/ runs tools (bearer token required)")
     elif settings.explorer:
@@ -87,10 +88,10 @@ def exposure_warning(settings: Settings, hosts: Sequence[str], tool_count: int) 
     )
 
 
-def warn_if_exposed(settings: Settings, state: Any, tool_count: int) -> bool:
+def warn_if_exposed(settings: Settings, state: Any, tool_count: int, *, authenticated: bool = False) -> bool:
     """Log the exposure WARNING when the server is reachable from other machines; return whether it is."""
     hosts = listen_hosts(state)
     if not exposed(settings, hosts):
         return False
-    logger.warning(exposure_warning(settings, hosts or [settings.host], tool_count))
+    logger.warning(exposure_warning(settings, hosts or [settings.host], tool_count, authenticated=authenticated))
     return True

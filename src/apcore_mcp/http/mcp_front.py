@@ -3,15 +3,17 @@
 - A request whose ``id`` is not a string or an integer (an object, array, float, bool or
   null): the SDK's handshake-era path parses it as a notification and answers 202 with no
   reply. It gets a JSON-RPC ``-32600`` error (HTTP 400) here.
-- ``GET`` with ``Last-Event-ID``: without an event store the SDK sends no response at all
-  (uvicorn then answers 500). Resuming is optional (the spec's MAY): the header is dropped
-  and the client gets a fresh stream.
+- ``GET`` with ``Last-Event-ID`` and no event store: the SDK sends no response at all (uvicorn
+  then answers 500). Resuming is optional (the spec's MAY): the header is dropped and the
+  client gets a fresh stream.
 - A client that goes away while its call runs: the 2026-07-28 path in JSON mode and the
-  handshake path never notice. Here the POST's disconnect is watched; the request is then
-  cancelled, like a ``notifications/cancelled`` from the client (handshake era: one is
-  delivered to the session; 2026-07-28: the handler, which runs in this request, is
-  cancelled). No event store is configured, so a lost stream can never be resumed and the
-  result could never be delivered.
+  handshake path never notice. Here the POST's disconnect is watched and the request is then
+  cancelled, like a ``notifications/cancelled`` from its client. 2026-07-28: at once (closing
+  the stream *is* cancelling; the handler runs in this request). Handshake era: a
+  ``notifications/cancelled`` is delivered to the session, at once when the stream cannot be
+  resumed (no event store, or JSON responses), else after ``resume_grace`` seconds unless the
+  client came back for the stream with ``Last-Event-ID`` meanwhile (a broken connection is
+  not a client that left).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apcore_mcp.http.body import send_json
+from apcore_mcp.http.events import stream_of
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
+from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +42,11 @@ _SESSION = MCP_SESSION_ID_HEADER.lower().encode()
 _VERSION = MCP_PROTOCOL_VERSION_HEADER.lower().encode()
 _LAST_EVENT_ID = b"last-event-id"
 _KEPT_FOR_CANCEL = frozenset({b"host", b"origin", _SESSION, _VERSION, b"authorization", b"user-agent"})
+
+
+def resume_grace_seconds(settings: Settings) -> float:
+    """How long a handshake-era call outlives its broken stream: five reconnection delays, at least 1 s."""
+    return max(1.0, 5 * settings.sse_retry_ms / 1000)
 
 
 def valid_request_id(value: Any) -> bool:
@@ -48,17 +57,18 @@ def valid_request_id(value: Any) -> bool:
 class McpFront:
     """Wraps the SDK's Streamable HTTP ASGI app (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, resume_grace: float | None = None) -> None:
         self.app = app
+        self.resume_grace = resume_grace
+        self._pending: dict[tuple[str, str], asyncio.Task[None]] = {}
+        """Cancellations waiting for a resumption, by (session id, request stream)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
         if scope["method"] == "GET":
-            if any(key == _LAST_EVENT_ID for key, _ in scope["headers"]):
-                scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != _LAST_EVENT_ID]}
-            await self.app(scope, receive, send)
+            await self._get(scope, receive, send)
             return
         body = await _read_body(receive)
         if body is None:
@@ -72,7 +82,24 @@ class McpFront:
         request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
         await self._serve(scope, body, receive, send, request_id)
 
-    async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send, request_id: Any) -> None:
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        last_event_id = _header(scope, _LAST_EVENT_ID)
+        if last_event_id is None:
+            await self.app(scope, receive, send)
+            return
+        if self.resume_grace is None:
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != _LAST_EVENT_ID]}
+            await self.app(scope, receive, send)
+            return
+        stream = stream_of(last_event_id)
+        session = _header(scope, _SESSION)
+        waiting = self._pending.pop((session, stream), None) if session and stream else None
+        if waiting is not None:
+            waiting.cancel()  # the client came back for the stream: its call goes on
+        # A resumed request stream that breaks again is watched like the POST that started it.
+        await self._serve(scope, None, receive, send, stream if waiting is not None else None)
+
+    async def _serve(self, scope: Scope, body: bytes | None, receive: Receive, send: Send, request_id: Any) -> None:
         """Run the SDK app; if the client leaves before the response ends, cancel its request.
 
         A plain asyncio task watches the client (an anyio task group per request costs ~100 us).
@@ -83,9 +110,9 @@ class McpFront:
 
         async def inner_receive() -> Message:
             nonlocal replayed
-            if not replayed:
+            if not replayed:  # a GET's (empty) body first, as the server would give it
                 replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
+                return {"type": "http.request", "body": body or b"", "more_body": False}
             await left.wait()
             return {"type": "http.disconnect"}
 
@@ -106,8 +133,10 @@ class McpFront:
                     return
                 if modern:
                     serving.cancel()  # the handler runs in this request
-                else:
+                elif self.resume_grace is None:
                     await self._cancel_in_session(scope, request_id)
+                else:
+                    self._cancel_unless_resumed(scope, request_id)
 
             watcher = asyncio.get_running_loop().create_task(watch_client())
             try:
@@ -117,6 +146,20 @@ class McpFront:
                     await asyncio.shield(watcher)  # let the cancellation reach the session
                 else:
                     watcher.cancel()
+
+    def _cancel_unless_resumed(self, scope: Scope, request_id: str | int) -> None:
+        session = _header(scope, _SESSION)
+        if session is None:
+            return
+        key = (session, str(request_id))
+        grace = self.resume_grace or 0.0
+
+        async def later() -> None:
+            await asyncio.sleep(grace)
+            self._pending.pop(key, None)
+            await self._cancel_in_session(scope, request_id)
+
+        self._pending[key] = asyncio.get_running_loop().create_task(later())
 
     async def _cancel_in_session(self, scope: Scope, request_id: str | int) -> None:
         """Deliver ``notifications/cancelled`` for ``request_id`` to the request's session, as its client would."""
@@ -167,6 +210,13 @@ def _decode(body: bytes) -> Any:
         return pydantic_core.from_json(body)  # the SDK's parser: about twice as fast as json.loads
     except ValueError:
         return None  # the SDK answers its own parse error
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 def _is_modern(scope: Scope) -> bool:

@@ -47,4 +47,5 @@ class Edge:
             peer=peer,
             meta={"progressToken": progress_token} if progress_token is not None else {},
             origin="mcp",
+            release=ctx.close_sse_stream,
         )

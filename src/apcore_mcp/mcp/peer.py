@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import mcp.types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -120,7 +121,7 @@ class HandshakePeer:
 
     async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None:
         if self._log_levels.allows(connection_of(self._ctx), level):
-            await self._ctx.session.send_log_message(level, data, logger_name, related_request_id=self._ctx.request_id)
+            await send_log(self._ctx, level, data, logger_name)
 
 
 class ModernPeer:
@@ -160,7 +161,14 @@ class ModernPeer:
 
     async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None:
         # The SDK sends only what this request opted into with its log-level _meta key.
-        await self._ctx.session.send_log_message(level, data, logger_name, related_request_id=self._ctx.request_id)
+        await send_log(self._ctx, level, data, logger_name)
+
+
+async def send_log(ctx: ServerRequestContext[Any, Any], level: LogLevel, data: Any, logger_name: str | None) -> None:
+    """``notifications/message`` on the request's own stream (logging is deprecated in 2026-07-28, still served)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await ctx.session.send_log_message(level, data, logger_name, related_request_id=ctx.request_id)
 
 
 def _answers(answer: dict[str, Any] | None, request: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.calls import CallOutcome
+from apcore_mcp.calls import CallOutcome, wire_result
 from apcore_mcp.context import InputKind, InputRequired
 from apcore_mcp.mcp.peer import encode_state
 
@@ -53,8 +53,6 @@ def call_result(outcome: CallOutcome, *, modern: bool) -> dict[str, Any]:
     Raises:
         MCPError: a 2026-07-28 call that required a client capability the request lacks.
     """
-    if outcome.error is not None:
-        return error_result(outcome.error.message, modern=modern)
     if outcome.input_required is not None:
         return input_required_result(outcome.input_required)
     if outcome.missing_capability is not None:
@@ -63,9 +61,4 @@ def call_result(outcome: CallOutcome, *, modern: bool) -> dict[str, Any]:
             raise missing_capability_error(kind)
         message = f"This tool needs the client's {kind} capability, which the client did not declare."
         return error_result(message, modern=modern)
-    rendered = outcome.rendered
-    assert rendered is not None
-    result: dict[str, Any] = {"content": list(rendered.blocks), "isError": False}
-    if rendered.structured is not None:
-        result["structuredContent"] = rendered.structured
-    return complete(result, modern=modern)
+    return complete(wire_result(outcome), modern=modern)

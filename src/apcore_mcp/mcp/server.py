@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp.types as types
+from apcore import Identity
 from mcp.server.caching import CacheHint
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -25,19 +26,20 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.limits import CallLimits
+from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.admission import CallAdmission
-from apcore_mcp.mcp.edge import Edge, Identify, no_identity
+from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels, connection_of
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
+from apcore_mcp.principal import request_identity
 from apcore_mcp.prompts import Prompt
 from apcore_mcp.settings import Settings
 
 STATIC_LIST_TTL_MS = 60_000
 """How long list results stay fresh when the catalog cannot change (no ``dynamic``)."""
-REQUEST_STATE_TTL_SECONDS = 600.0
 
 
 class ApcoreServer(Server[Any]):
@@ -91,9 +93,9 @@ def cache_hints(live: bool) -> dict[Any, CacheHint]:
 def request_state_boundary(settings: Settings) -> RequestStateBoundary:
     """Seals ``requestState`` with the configured key ring (the first key seals), or a per-process key."""
     if settings.request_state_keys:
-        security = RequestStateSecurity(keys=list(settings.request_state_keys), ttl=REQUEST_STATE_TTL_SECONDS)
+        security = RequestStateSecurity(keys=list(settings.request_state_keys), ttl=settings.request_state_ttl)
     else:
-        security = RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_SECONDS)
+        security = RequestStateSecurity.ephemeral(ttl=settings.request_state_ttl)
     return RequestStateBoundary(security, default_audience=settings.name)
 
 
@@ -104,19 +106,25 @@ def build_server(
     settings: Settings,
     *,
     prompts: Mapping[str, Prompt] | None = None,
-    identify: Identify = no_identity,
+    access: ToolAccess | None = None,
     limits: CallLimits | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
     With ``settings.dynamic``, list changes reach clients: handshake-era connections through
-    ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``.
+    ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``. ``access`` says who
+    calls (the request's principal, or its default identity without HTTP) and what they may see.
     """
     live = settings.dynamic
+    access = access or ToolAccess()
     log_levels = LogLevels()
     subscriptions = Subscriptions()
+
+    def identify(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
+        return request_identity(ctx.request, access.default_identity)
+
     edge = Edge(identify=identify, log_levels=log_levels, input_timeout=settings.input_timeout)
-    tools = ToolHandlers(catalog, router, edge)
+    tools = ToolHandlers(catalog, router, edge, access)
     resources = ResourceHandlers(catalog, router, edge, subscriptions)
     prompt_handlers = PromptHandlers(prompts or {}, edge, resources)
 
@@ -148,6 +156,7 @@ def build_server(
         **handlers,
     )
     admission = CallAdmission(limits if limits is not None else CallLimits())
+    server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
     server.middleware.append(admission)
     server.middleware.append(request_state_boundary(settings))

@@ -24,6 +24,7 @@ from apcore_mcp.http.exposure import LISTEN_STATE
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.shutdown import drain
 from apcore_mcp.run.stdin import stdin_lines
+from apcore_mcp.run.upstreams import serving_upstreams
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Ca
     """
     bridge.notifier.bind(asyncio.get_running_loop())
     server = bridge.server
-    async with anyio.create_task_group() as tasks, stdin_lines() as stdin:
+    async with serving_upstreams(bridge), anyio.create_task_group() as tasks, stdin_lines() as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
             await tasks.start(_stop_on_signal, tasks.cancel_scope, bridge)
         if on_ready is not None:

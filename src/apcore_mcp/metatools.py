@@ -1,0 +1,207 @@
+"""Tool-search mode: three annotated meta-tools standing in for a catalog too large to list.
+
+``search_tools`` ranks the catalog (``apcore_mcp.search``) and answers compact summaries,
+``describe_tool`` gives full schemas for a few names, ``invoke_tool`` runs one tool through
+the main ``Executor`` as a top-level call for the same caller, so the target's own ACL,
+approval, validation, middleware and timeout apply exactly as to a direct call.
+
+A tool the caller may not call (its ACL denies it) is never found, and is ``not found``
+to ``describe_tool`` and ``invoke_tool`` in exactly the words a missing tool gets.
+``invoke_tool`` is annotated destructive and open-world: it may run anything, and the
+annotations clients read to decide on confirmation must not promise otherwise.
+
+The meta-tools live in a registry of their own (``meta_registry``): the served list is
+those three, constant whatever the catalog does (tools/list must not vary with searches).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from apcore import Context, Executor, ModuleAnnotations, Registry
+from apcore.builtin_steps import BuiltinACLCheck
+from apcore.errors import ModuleNotFoundError
+from pydantic import BaseModel, Field
+
+from apcore_mcp.calls import success_outcome, wire_result
+from apcore_mcp.content import MCP_RESULT_KEY
+from apcore_mcp.records import ToolRecord
+from apcore_mcp.search import ToolSearch
+from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
+
+SEARCH_TOOLS = "search_tools"
+DESCRIBE_TOOL = "describe_tool"
+INVOKE_TOOL = "invoke_tool"
+MAX_LIMIT = 50
+MAX_DESCRIBE = 20
+SUMMARY_LENGTH = 200
+
+Visibility = Callable[[str, Any], bool]
+"""``visible(module_id, context)``: whether the caller behind an apcore ``Context`` may call the tool."""
+
+_LOOKUP = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
+_INVOKE = ModuleAnnotations(destructive=True, open_world=True)
+
+
+def acl_visibility(executor: Any) -> Visibility:
+    """The executor's ACL as a visibility test (everything is visible without an ACL)."""
+    steps = getattr(getattr(executor, "current_strategy", None), "steps", ())
+    acls = [step.acl for step in steps if isinstance(step, BuiltinACLCheck) and step.acl is not None]
+    if not acls:
+        return lambda _module_id, _context: True
+
+    def visible(module_id: str, context: Any) -> bool:
+        # caller None is what a top-level call reaches the ACL as (apcore's "@external").
+        return all(acl.check_access(None, module_id, context).access == "allow" for acl in acls)
+
+    return visible
+
+
+def caller_context(context: Any) -> Any:
+    """A top-level apcore ``Context`` for the caller of a meta-tool: same identity, cancellation and MCP helpers."""
+    return Context.create(
+        identity=getattr(context, "identity", None),
+        cancel_token=getattr(context, "cancel_token", None),
+        data=getattr(context, "data", None),
+    )
+
+
+def hints(record: ToolRecord) -> list[str]:
+    """The target's MCP hints that are true (``destructiveHint`` among them when it may destroy)."""
+    return [name for name, value in record.hints.items() if value]
+
+
+class SearchToolsInput(BaseModel):
+    query: str = Field(min_length=1, max_length=512, description="What the tool should do, in a few words")
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="The most results to return")
+
+
+class ToolSummary(BaseModel):
+    name: str
+    description: str
+    hints: list[str] = Field(description="The tool's MCP annotation hints that are true, e.g. destructiveHint")
+
+
+class SearchToolsOutput(BaseModel):
+    tools: list[ToolSummary]
+
+
+class DescribeToolInput(BaseModel):
+    names: list[str] = Field(min_length=1, max_length=MAX_DESCRIBE, description="Tool names from search_tools")
+
+
+class ToolDescription(BaseModel):
+    name: str
+    description: str
+    inputSchema: dict[str, Any]  # the MCP spelling, which clients expect
+    outputSchema: dict[str, Any] | None = None
+    annotations: dict[str, bool]
+
+
+class DescribeToolOutput(BaseModel):
+    tools: list[ToolDescription]
+    not_found: list[str]
+
+
+class InvokeToolInput(BaseModel):
+    name: str = Field(min_length=1, description="The tool to run (a name from search_tools)")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments, as describe_tool shows")
+
+
+def _contract(model: type[BaseModel], what: str = "Input") -> JsonSchemaModel:
+    # JSON Schema contracts built once: apcore asks a pydantic model for its schema on every call.
+    return JsonSchemaModel(model.model_json_schema(), what=what)
+
+
+class SearchTools:
+    description = "Find tools by what they do: ranked names and one-line descriptions (then describe_tool)"
+    input_schema = _contract(SearchToolsInput)
+    output_schema = _contract(SearchToolsOutput, "Output")
+    annotations = _LOOKUP
+
+    def __init__(self, search: ToolSearch, visible: Visibility) -> None:
+        self._search = search
+        self._visible = visible
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        caller = caller_context(context)
+        limit = int(inputs.get("limit", 10))
+        records = self._search.search(str(inputs["query"]), limit, lambda name: self._visible(name, caller))
+        return {"tools": [summary(record) for record in records]}
+
+
+class DescribeTool:
+    description = f"Full input and output schemas of up to {MAX_DESCRIBE} tools, by name"
+    input_schema = _contract(DescribeToolInput)
+    output_schema = _contract(DescribeToolOutput, "Output")
+    annotations = _LOOKUP
+
+    def __init__(self, search: ToolSearch, visible: Visibility) -> None:
+        self._search = search
+        self._visible = visible
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        caller = caller_context(context)
+        tools: list[dict[str, Any]] = []
+        missing: list[str] = []
+        for name in dict.fromkeys(inputs["names"]):
+            record = self._search.catalog.get(name)
+            if record is None or not self._visible(name, caller):
+                missing.append(name)  # hidden and absent alike: nothing tells them apart
+            else:
+                tools.append(description(record))
+        return {"tools": tools, "not_found": missing}
+
+
+class InvokeTool:
+    description = "Run a tool found with search_tools, with arguments matching its describe_tool schema"
+    input_schema = _contract(InvokeToolInput)
+    output_schema = ResultOutput(None)
+    annotations = _INVOKE
+
+    def __init__(self, search: ToolSearch, executor: Any, visible: Visibility) -> None:
+        self._search = search
+        self._executor = executor
+        self._visible = visible
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        name = str(inputs["name"])
+        caller = caller_context(context)
+        record = self._search.catalog.get(name)
+        if record is None or not self._visible(name, caller):
+            raise ModuleNotFoundError(name)
+        output = await self._executor.call_async(name, dict(inputs.get("arguments") or {}), caller)
+        # The result the target would have given called directly (an upstream's passes through).
+        return {MCP_RESULT_KEY: json.dumps(wire_result(success_outcome(record, output)), ensure_ascii=False)}
+
+
+def summary(record: ToolRecord) -> dict[str, Any]:
+    line = record.description.strip().splitlines()[0] if record.description.strip() else ""
+    if len(line) > SUMMARY_LENGTH:
+        line = line[: SUMMARY_LENGTH - 1] + "…"
+    return {"name": record.name, "description": line, "hints": hints(record)}
+
+
+def description(record: ToolRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "description": record.description,
+        "inputSchema": record.input_schema,
+        "outputSchema": record.output_schema or None,
+        "annotations": dict(record.hints),
+    }
+
+
+def meta_registry(search: ToolSearch, executor: Any, visible: Visibility | None = None) -> tuple[Registry, Executor]:
+    """A registry holding the three meta-tools over ``search``, and an executor for it.
+
+    ``executor`` is the main one: ``invoke_tool`` runs targets through it.
+    """
+    visible = visible or acl_visibility(executor)
+    registry = Registry()
+    registry.register(SEARCH_TOOLS, SearchTools(search, visible))
+    registry.register(DESCRIBE_TOOL, DescribeTool(search, visible))
+    registry.register(INVOKE_TOOL, InvokeTool(search, executor, visible))
+    return registry, Executor(registry)

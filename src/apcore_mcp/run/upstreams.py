@@ -1,0 +1,92 @@
+"""Serving a bridge's upstream MCP servers: mount them, follow config changes, unmount on exit.
+
+Used by both runners (the HTTP app's lifespan and stdio). A reload (SIGHUP, or the file's
+content changing) is a scope switch: servers no longer used stop, new ones start, unchanged
+ones keep running with their sessions; the main endpoint's selection and every scope endpoint
+follow, and their clients get ``list_changed`` when their list changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from apcore_mcp.bridge import Bridge, main_scope
+from apcore_mcp.upstream.mount import mount_upstreams, read_config, reload_upstreams, watch_config
+from apcore_mcp.upstream.scopes import UpstreamRuntime
+
+if TYPE_CHECKING:
+    from apcore_mcp.http.scopes import ScopeEndpoints
+
+logger = logging.getLogger(__name__)
+
+CONFIG_POLL_SECONDS = 2.0
+
+
+@contextlib.asynccontextmanager
+async def serving_upstreams(
+    bridge: Bridge, *, endpoints: ScopeEndpoints | None = None, handle_sighup: bool | None = None
+) -> AsyncIterator[UpstreamRuntime | None]:
+    """The mounted upstream servers of ``bridge`` (``None`` without a config) while serving."""
+    settings = bridge.settings
+    if bridge.upstream_config is None or settings.mcp_config is None:
+        yield None
+        return
+    environ = os.environ
+    main = main_scope(bridge.upstream_config, settings).name
+    async with mount_upstreams(bridge.registry, settings, environ, config=bridge.upstream_config) as runtime:
+        assert runtime is not None
+        _refilter(bridge)
+        serving_scopes = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()
+        async with serving_scopes, anyio.create_task_group() as tasks:
+
+            async def reload() -> None:
+                config = read_config(settings, environ)
+                if config is None:
+                    return
+                if endpoints is not None:
+                    await endpoints.update(config, skip=main)
+                switch = await reload_upstreams(runtime, settings, environ, config=config)
+                if switch is not None and bridge.selection is not None:
+                    bridge.selection.update(main_scope(config, settings))
+                    _refilter(bridge)
+                if endpoints is not None:
+                    endpoints.refresh()
+
+            tasks.start_soon(partial(watch_config, settings.mcp_config, reload, interval=CONFIG_POLL_SECONDS))
+            if handle_sighup if handle_sighup is not None else threading.current_thread() is threading.main_thread():
+                await tasks.start(_reload_on_sighup, reload)
+            yield runtime
+            tasks.cancel_scope.cancel()
+
+
+def _refilter(bridge: Bridge) -> None:
+    """Re-read the main catalog (its selection may have changed), announcing a change to clients."""
+    catalog = bridge.search.catalog if bridge.search is not None else bridge.catalog
+    before = [record.name for record in catalog.records()]
+    catalog.load()
+    if [record.name for record in catalog.records()] != before and bridge.search is None:
+        bridge.notifier.changed(tools=True)
+
+
+async def _reload_on_sighup(
+    reload: Callable[[], Awaitable[None]], *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        task_status.started()
+        async for _ in signals:
+            logger.info("SIGHUP: reloading the upstream config")
+            await reload()
+
+
+def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
+    """What ``/ready`` says about upstreams: mounted servers and failed ones (never a secret)."""
+    return None if runtime is None else runtime.status()

@@ -1,0 +1,153 @@
+"""``mcp.json``: the ``mcpServers`` map clients use, plus named scopes, parsed into frozen specs.
+
+A server is either a command (stdio: ``command``, ``args``, ``env``, ``cwd``) or a URL
+(``url``, ``headers``, ``transport`` ``http`` | ``sse``). Optional per server: ``timeout``
+(seconds: the handshake and each request), ``enabled``, ``sharing`` (``shared`` |
+``per-principal`` | ``per-session``), ``aliases`` and ``protocol`` (``auto`` | ``legacy``).
+``scopes`` name sets of servers (names, aliases or ``all``) and of local modules (``tags``,
+``prefix``, or ``false`` for none), each optionally in ``toolMode`` ``search``.
+
+Every problem in the file is reported at once, each naming its place (``mcpServers.gh.url``).
+A ``${VAR}`` with no value skips that server with a WARNING naming the server and the
+variable (``strict``: an error instead); values never appear in messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from apcore_mcp.upstream.checks import check_aliases, check_scopes, check_server
+from apcore_mcp.upstream.expand import Redactor, expand
+from apcore_mcp.upstream.specs import (
+    ALL,
+    DEFAULT_SCOPE,
+    DEFAULT_TIMEOUT,
+    PROTOCOLS,
+    SHARING,
+    TOOL_MODES,
+    TRANSPORTS,
+    Problem,
+    ScopeSpec,
+    ServerSpec,
+    UpstreamConfig,
+    UpstreamConfigError,
+    resolve_selection,
+)
+
+__all__ = [
+    "ALL",
+    "DEFAULT_SCOPE",
+    "DEFAULT_TIMEOUT",
+    "PROTOCOLS",
+    "SHARING",
+    "TOOL_MODES",
+    "TRANSPORTS",
+    "Problem",
+    "ScopeSpec",
+    "ServerSpec",
+    "UpstreamConfig",
+    "UpstreamConfigError",
+    "load_config",
+    "parse_config",
+    "resolve_selection",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def load_config(path: str | Path, environ: Mapping[str, str], *, strict: bool = False) -> UpstreamConfig:
+    """Read and check ``path``.
+
+    Raises:
+        UpstreamConfigError: unreadable or invalid file, or (``strict``) a missing variable.
+    """
+    source = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UpstreamConfigError([Problem(source, f"cannot be read ({exc.strerror or exc})")], source) from None
+    except json.JSONDecodeError as exc:
+        raise UpstreamConfigError([Problem(source, f"is not JSON: {exc.msg} at line {exc.lineno}")], source) from None
+    return parse_config(data, environ, strict=strict, source=source)
+
+
+def parse_config(
+    data: Any, environ: Mapping[str, str], *, strict: bool = False, source: str = "mcp config"
+) -> UpstreamConfig:
+    """Check a parsed ``mcp.json`` document and expand its placeholders (see the module doc)."""
+    problems: list[Problem] = []
+    if not isinstance(data, dict):
+        raise UpstreamConfigError([Problem(source, "must be a JSON object")], source)
+    raw_servers = data.get("mcpServers", {})
+    if not isinstance(raw_servers, dict):
+        problems.append(Problem("mcpServers", "must be an object of server name -> server"))
+        raw_servers = {}
+    redactor = Redactor()
+    servers: dict[str, ServerSpec] = {}
+    skipped: dict[str, str] = {}
+    for name, raw in raw_servers.items():
+        spec = check_server(name, raw, problems)
+        if spec is None:
+            continue
+        if raw.get("enabled", True) is False:
+            skipped[name] = "disabled"
+            continue
+        expanded, missing = _expand_spec(spec, environ, redactor)
+        if missing:
+            reason = f"environment variable(s) {', '.join(missing)} not set"
+            if strict:
+                problems.append(Problem(f"mcpServers.{name}", f"{reason} (strict mode)"))
+            else:
+                logger.warning("Upstream server %r skipped: %s", name, reason)
+            skipped[name] = reason
+            continue
+        if expanded.url is not None and not expanded.url.startswith(("http://", "https://")):
+            problems.append(Problem(f"mcpServers.{name}.url", "must start with http:// or https:// once expanded"))
+            continue
+        servers[name] = expanded
+    aliases = check_aliases(raw_servers, problems)
+    scopes = check_scopes(data.get("scopes", {}), raw_servers, aliases, servers, problems)
+    if problems:
+        raise UpstreamConfigError(problems, source)
+    return UpstreamConfig(servers=servers, skipped=skipped, scopes=scopes, redactor=redactor)
+
+
+def _expand_spec(spec: ServerSpec, environ: Mapping[str, str], redactor: Redactor) -> tuple[ServerSpec, list[str]]:
+    """The spec with placeholders expanded in command, args, env, cwd, url and headers; the variables missing."""
+    missing: list[str] = []
+    secrets: list[str] = []
+
+    def one(value: str | None) -> str | None:
+        if value is None:
+            return None
+        result = expand(value, environ)
+        missing.extend(name for name in result.missing if name not in missing)
+        secrets.extend(result.secrets)
+        return result.text
+
+    def pairs(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((key, one(value) or "") for key, value in items)
+
+    expanded = ServerSpec(
+        name=spec.name,
+        transport=spec.transport,
+        command=one(spec.command),
+        args=tuple(one(arg) or "" for arg in spec.args),
+        env=pairs(spec.env),
+        cwd=one(spec.cwd),
+        url=one(spec.url),
+        headers=pairs(spec.headers),
+        timeout=spec.timeout,
+        sharing=spec.sharing,
+        aliases=spec.aliases,
+        protocol=spec.protocol,
+        description=spec.description,
+    )
+    redactor.add(secrets)
+    # Header and env values are credentials more often than not, whether or not they came from a variable.
+    redactor.add(value for _key, value in (*expanded.headers, *expanded.env))
+    return expanded, missing

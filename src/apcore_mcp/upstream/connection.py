@@ -1,0 +1,390 @@
+"""One live client connection to an upstream server, run by a task of the pool's task group.
+
+The task enters the SDK transport (``stdio_client`` in its own process group,
+``streamable_http_client`` or ``sse_client``) and an ``mcp.Client``, with the handshake
+bounded by the server's ``timeout``; it then waits until told to stop or until the transport
+ends (the process exited, the stream closed). Leaving the transport's context stops the
+child: stdin closed, then SIGTERM and SIGKILL to its process group, then reaped.
+
+Requests the upstream sends back during a call (elicitation, sampling) are answered through
+the call's ``Asker``. In the 2026-07-28 era they arrive as input-required rounds of that very
+call; in the handshake era they arrive on the connection with nothing naming the call, so
+they are routed only when exactly one call that can ask is in flight, and refused otherwise
+rather than risk showing one caller's question to another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp.types as types
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.errors import ConnectionLost, SessionLost, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from apcore_mcp.upstream.expand import Redactor
+
+logger = logging.getLogger(__name__)
+
+MAX_INPUT_ROUNDS = 8
+_SESSION_LOST = ("session not found", "session terminated")
+
+
+class Asker(Protocol):
+    """Asks our own client on behalf of the upstream: ``{key: {"method", "params"}}`` -> answers or ``None``."""
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any] | None]: ...
+
+
+class Connection:
+    """A started (or failed) connection; ``alive`` until it stops or its transport ends."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        redactor: Redactor,
+        *,
+        log_dir: Path | None = None,
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self._redactor = redactor
+        self._log_dir = log_dir
+        self._on_tools_changed = on_tools_changed or (lambda: None)
+        self._client: Client | None = None
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+        self._failure = ""
+        self._scope = anyio.CancelScope()
+        self._askers: dict[int, Asker | None] = {}
+        self._ids = itertools.count()
+        self.started_at = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self._ready.is_set() and not self._stop.is_set() and not self._done.is_set()
+
+    @property
+    def modern(self) -> bool:
+        """Whether the connection speaks the 2026-07-28 era (no session; input-required rounds)."""
+        return self._client is not None and self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Run the connection in ``task_group`` and return once the handshake is done.
+
+        The handshake is bounded by the server's ``timeout``: past it, the connection's task is
+        cancelled, which stops (and reaps) whatever it had started.
+
+        Raises:
+            UpstreamUnavailable: the server could not be started or did not complete the handshake.
+        """
+        task_group.start_soon(self._run)
+        with anyio.move_on_after(self.spec.timeout):
+            async with anyio.create_task_group() as waiters:
+
+                async def until(event: anyio.Event) -> None:
+                    await event.wait()
+                    waiters.cancel_scope.cancel()
+
+                waiters.start_soon(until, self._ready)
+                waiters.start_soon(until, self._done)
+        if not self._ready.is_set() and not self._done.is_set():
+            self._failure = f"no answer to the handshake within {self.spec.timeout:g}s"
+            self._scope.cancel()
+            await self._done.wait()
+        if not self._ready.is_set():
+            raise UpstreamUnavailable(self.spec.name, f"upstream {self.spec.name!r} did not start: {self._failure}")
+        self.started_at = anyio.current_time()
+
+    async def stop(self) -> None:
+        """Stop the connection (and the child process) and wait until it is gone."""
+        self._stop.set()
+        await self._done.wait()
+
+    async def _run(self) -> None:
+        try:
+            with self._scope:
+                async with contextlib.AsyncExitStack() as stack:
+                    errlog = stack.enter_context(self._errlog())
+                    transport = _EofWatch(open_transport(self.spec, errlog), self._stop.set)
+                    client = Client(
+                        transport,
+                        mode="legacy" if self.spec.protocol == "legacy" or self.spec.transport == "sse" else "auto",
+                        elicitation_callback=self._on_elicit,
+                        sampling_callback=self._on_sample,
+                        message_handler=self._on_message,
+                        cache=None,
+                    )
+                    await stack.enter_async_context(client)
+                    self._client = client
+                    async with anyio.create_task_group() as inner:
+                        if self.modern and _announces_tool_changes(client):
+                            inner.start_soon(self._listen, client)
+                        self._ready.set()
+                        await self._stop.wait()
+                        inner.cancel_scope.cancel()
+        except Exception as exc:  # noqa: BLE001 - a background task's edge: report, never crash the pool
+            self._failure = self._redactor.redact(_describe(exc))
+        finally:
+            self._client = None
+            self._done.set()
+        if self._failure:
+            logger.warning("Upstream %r: %s", self.spec.name, self._failure)
+        else:
+            logger.info("Upstream %r stopped", self.spec.name)
+
+    @contextlib.contextmanager
+    def _errlog(self) -> Iterator[TextIO]:
+        if self._log_dir is None:
+            yield sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+            return
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        with (self._log_dir / f"{_file_name(self.spec.name)}.log").open("a", encoding="utf-8") as file:
+            yield file
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes on a ``subscriptions/listen`` stream."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._on_tools_changed()
+        except (ListenNotSupportedError, SubscriptionLost, MCPError) as exc:
+            logger.info("Upstream %r: no tool list changes will be seen (%s)", self.spec.name, type(exc).__name__)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._on_tools_changed()
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool, following pagination."""
+        client = self._live_client()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        with self._errors():
+            for _page in range(1000):
+                result = await client.list_tools(cursor=cursor)
+                tools.extend(result.tools)
+                cursor = result.next_cursor
+                if not cursor:
+                    break
+        return tools
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, progress: ProgressFnT | None = None, asker: Asker | None = None
+    ) -> types.CallToolResult:
+        """Call ``name``; input-required rounds are answered through ``asker``.
+
+        Raises:
+            SessionLost, ConnectionLost, UpstreamTimeout, UpstreamError: see ``upstream.errors``.
+        """
+        session = self._live_client().session
+        call_id = next(self._ids)
+        self._askers[call_id] = asker
+        try:
+            with self._errors():
+                result = await session.call_tool(
+                    name,
+                    arguments,
+                    read_timeout_seconds=self.spec.timeout,
+                    progress_callback=progress,
+                    allow_input_required=True,
+                )
+                for _round in range(MAX_INPUT_ROUNDS):
+                    if not isinstance(result, types.InputRequiredResult):
+                        return result
+                    responses = await _answer_round(result, asker)
+                    if responses is None:
+                        return _error_result("The upstream tool asked for input this client cannot give")
+                    result = await session.call_tool(
+                        name,
+                        arguments,
+                        read_timeout_seconds=self.spec.timeout,
+                        progress_callback=progress,
+                        input_responses=responses,
+                        request_state=result.request_state,
+                        allow_input_required=True,
+                    )
+            if isinstance(result, types.CallToolResult):
+                return result
+            return _error_result("The upstream tool kept asking for input")
+        finally:
+            del self._askers[call_id]
+
+    def _live_client(self) -> Client:
+        client = self._client
+        if client is None or not self.alive:
+            raise ConnectionLost(self.spec.name, f"upstream {self.spec.name!r} is not connected")
+        return client
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The SDK's errors as upstream errors (one mapping for every request)."""
+        try:
+            yield
+        except MCPError as exc:
+            raise self._translate(exc) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, httpx2.TransportError) as exc:
+            self._stop.set()
+            raise ConnectionLost(self.spec.name, f"upstream {self.spec.name!r}: {type(exc).__name__}") from None
+
+    def _translate(self, exc: MCPError) -> UpstreamError:
+        name, code, text = self.spec.name, exc.error.code, exc.error.message
+        if any(marker in text.lower() for marker in _SESSION_LOST):
+            self._stop.set()
+            return SessionLost(name, f"upstream {name!r} no longer knows the session")
+        if code == types.CONNECTION_CLOSED:
+            self._stop.set()
+            return ConnectionLost(name, f"upstream {name!r} closed the connection")
+        if code == types.REQUEST_TIMEOUT:
+            return UpstreamTimeout(name, f"upstream {name!r} did not answer within {self.spec.timeout:g}s")
+        return UpstreamError(name, f"upstream {name!r} answered error {code}", upstream_code=code)
+
+    # -- requests from the upstream (handshake era) ----------------------------------------------
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answer = await self._ask_single_caller("elicitation/create", params)
+        return answer if isinstance(answer, types.ErrorData) else types.ElicitResult.model_validate(answer)
+
+    async def _on_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        answer = await self._ask_single_caller("sampling/createMessage", params)
+        return answer if isinstance(answer, types.ErrorData) else types.CreateMessageResult.model_validate(answer)
+
+    async def _ask_single_caller(self, method: str, params: Any) -> dict[str, Any] | types.ErrorData:
+        askers = [asker for asker in self._askers.values() if asker is not None]
+        if len(askers) != 1 or len(self._askers) != 1:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{method} is not available here")
+        request = {"method": method, "params": params.model_dump(by_alias=True, mode="json", exclude_none=True)}
+        answer = (await askers[0].ask({"upstream": request}))["upstream"]
+        if answer is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"the client cannot answer {method}")
+        return answer
+
+
+async def _answer_round(result: types.InputRequiredResult, asker: Asker | None) -> dict[str, Any] | None:
+    """Responses for an input-required round, or ``None`` when some request cannot be answered."""
+    if asker is None:
+        return None
+    requests = {
+        key: request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for key, request in (result.input_requests or {}).items()
+    }
+    answers = await asker.ask(requests)
+    if any(answers.get(key) is None for key in requests):
+        return None
+    return {key: answers[key] for key in requests}
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def _announces_tool_changes(client: Client) -> bool:
+    tools = client.server_capabilities.tools
+    return bool(tools is not None and tools.list_changed)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a failure, looking inside exception groups (task groups wrap what went wrong)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _file_name(server: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in server) or "server"
+
+
+def open_transport(spec: ServerSpec, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The SDK transport for ``spec``. Only the config's own headers are sent: never a caller's."""
+    if spec.transport == "stdio":
+        assert spec.command is not None
+        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd)
+        return stdio_client(params, errlog=errlog)
+    assert spec.url is not None
+    if spec.transport == "sse":
+        return sse_client(spec.url, headers=dict(spec.headers), timeout=spec.timeout)
+    http = httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(spec.timeout, read=300.0))
+    return _owning(http, streamable_http_client(spec.url, http_client=http))
+
+
+@contextlib.asynccontextmanager
+async def _owning(http: httpx2.AsyncClient, transport: Any) -> AsyncIterator[Any]:
+    async with http, transport as streams:
+        yield streams
+
+
+class _EofWatch:
+    """Wraps a transport so that the end of its read stream (the server went away) is noticed at once."""
+
+    def __init__(self, transport: contextlib.AbstractAsyncContextManager[Any], on_eof: Callable[[], None]) -> None:
+        self._transport = transport
+        self._on_eof = on_eof
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        read, write = await self._transport.__aenter__()
+        return _WatchedRead(read, self._on_eof), write
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._transport.__aexit__(*exc_info)
+
+
+class _WatchedRead:
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item: SessionMessage | Exception = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_eof()
+            raise
+        return item
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedRead:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()

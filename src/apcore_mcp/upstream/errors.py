@@ -1,0 +1,55 @@
+"""What can go wrong with an upstream, as apcore ``ModuleError``s (so middleware and metrics see failures).
+
+Messages name the server and what happened, never a command line, URL, header or variable
+value: they reach logs, and the MCP edge shows the code (``Module error: UPSTREAM_...``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apcore.errors import ModuleError
+
+
+class UpstreamError(ModuleError):  # type: ignore[misc]  # apcore ships no type information
+    """Base of the upstream failures; ``server`` names the upstream."""
+
+    code_name = "UPSTREAM_ERROR"
+
+    def __init__(self, server: str, message: str, *, retryable: bool = False, **details: Any) -> None:
+        super().__init__(
+            code=self.code_name, message=message, details={"server": server, **details}, retryable=retryable
+        )
+        self.server = server
+
+
+class UpstreamUnavailable(UpstreamError):
+    """The server could not be started or reached, or is backing off after failures."""
+
+    code_name = "UPSTREAM_UNAVAILABLE"
+
+    def __init__(self, server: str, message: str, **details: Any) -> None:
+        super().__init__(server, message, retryable=True, **details)
+
+
+class UpstreamTimeout(UpstreamError):
+    """The server did not answer within its ``timeout``."""
+
+    code_name = "UPSTREAM_TIMEOUT"
+
+    def __init__(self, server: str, message: str, **details: Any) -> None:
+        super().__init__(server, message, retryable=True, **details)
+
+
+class UpstreamsDisabled(UpstreamError):
+    """A scope needs upstream servers while upstreams are switched off (``no_upstreams``)."""
+
+    code_name = "UPSTREAMS_DISABLED"
+
+
+class ConnectionLost(UpstreamUnavailable):
+    """The connection ended under a call (the process exited, the stream closed)."""
+
+
+class SessionLost(UpstreamUnavailable):
+    """The server no longer knows our session (it restarted): initialise again and retry once."""

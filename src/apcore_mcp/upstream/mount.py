@@ -1,0 +1,118 @@
+"""Mounting the servers of ``settings.mcp_config`` for a serving process, and reloading them.
+
+``mount_upstreams(registry, settings, environ)`` is the one entry point the run layer needs:
+an async context manager that loads the file, opens the pool, mounts the servers the served
+scopes use (the main one plus every scope of the file, each with its own endpoint) and stops
+them all on exit. ``reload_upstreams`` is a scope switch from the file as it is now (SIGHUP,
+or ``watch_config`` noticing a change); a file that no longer parses changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.config import DEFAULT_SCOPE, UpstreamConfig, UpstreamConfigError, load_config
+from apcore_mcp.upstream.errors import UpstreamError
+from apcore_mcp.upstream.pool import UpstreamPool
+from apcore_mcp.upstream.scopes import Switch, UpstreamRuntime
+
+logger = logging.getLogger(__name__)
+
+
+class UpstreamStartError(RuntimeError):
+    """Strict mode: a server of the config could not be mounted."""
+
+
+def served_scopes(config: UpstreamConfig, main: str | None) -> list[str]:
+    """The main endpoint's scope first, then every scope of the file (each has an endpoint)."""
+    first = main or DEFAULT_SCOPE
+    return [first, *(name for name in config.scopes if name != first)]
+
+
+@asynccontextmanager
+async def mount_upstreams(
+    registry: Any, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
+) -> AsyncIterator[UpstreamRuntime | None]:
+    """The mounted servers of ``settings.mcp_config`` (``None`` without one); ``config``: already read.
+
+    Raises:
+        UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
+        UpstreamsDisabled: upstreams are off and a served scope names servers.
+        UpstreamStartError: strict, and a server could not be started.
+        KeyError: ``settings.scope`` names no scope of the file.
+    """
+    if settings.mcp_config is None:
+        yield None
+        return
+    if config is None:
+        config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+    async with UpstreamPool(redactor=config.redactor, log_dir=settings.upstream_log_dir) as pool:
+        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams)
+        try:
+            switch = await runtime.apply(config, served_scopes(config, settings.scope))
+            if settings.strict_upstreams and switch.failed:
+                names = ", ".join(sorted(switch.failed))
+                raise UpstreamStartError(f"upstream server(s) not started (strict mode): {names}")
+            yield runtime
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runtime.close()
+
+
+def read_config(settings: Settings, environ: Mapping[str, str]) -> UpstreamConfig | None:
+    """The config file as it is now; ``None`` (and an ERROR logged) when it is unusable."""
+    if settings.mcp_config is None:
+        return None
+    try:
+        return load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+    except UpstreamConfigError as exc:
+        logger.error("Upstream config not reloaded, the running servers stay as they are: %s", exc)
+        return None
+
+
+async def reload_upstreams(
+    runtime: UpstreamRuntime, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
+) -> Switch | None:
+    """Apply the config file as it is now (or ``config``); ``None`` (and an ERROR logged) when it is unusable."""
+    if settings.mcp_config is None:
+        return None
+    try:
+        if config is None:
+            config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+        scopes = served_scopes(config, settings.scope)
+        runtime.pool.redactor.add(config.redactor.secrets)
+        return await runtime.apply(config, scopes)
+    except (UpstreamConfigError, UpstreamError, KeyError) as exc:
+        logger.error("Upstream config not reloaded, the running servers stay as they are: %s", exc)
+        return None
+
+
+def _fingerprint(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+async def watch_config(path: str | Path, on_change: Callable[[], Awaitable[Any]], *, interval: float = 2.0) -> None:
+    """Call ``on_change()`` whenever the file's content changes; runs until cancelled.
+
+    Polled (a hash every ``interval`` seconds): no file-watching dependency for one small file.
+    """
+    target = Path(path)
+    last = _fingerprint(target)
+    while True:
+        await anyio.sleep(interval)
+        current = _fingerprint(target)
+        if current is not None and current != last:
+            last = current
+            logger.info("Upstream config %s changed; reloading", target)
+            await on_change()

@@ -1,0 +1,248 @@
+"""One upstream server mounted into an apcore ``Registry``: its tools as modules, kept in step with it.
+
+``open`` acquires the server from the pool, lists its tools and registers one
+``UpstreamTool`` per tool as ``<server>.<tool>``; a ``list_changed`` from the server (or a
+restart) lists them again and registers or unregisters the difference, which a live
+``ToolCatalog`` turns into our own ``list_changed``. ``close`` unregisters them and releases
+the server. Calls go through the shared lease, or through a lease of their own per
+principal or per session when the server's ``sharing`` asks for it.
+
+What the upstream sends back during a call reaches our client only through the
+``apcore_mcp.context`` helpers: progress through ``report_progress``, elicitation and
+sampling through ``request_inputs``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+from apcore.errors import InvalidInputError
+
+from apcore_mcp.context import InputRequired, call_context, report_progress, request_inputs
+from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.module import UpstreamTool
+from apcore_mcp.upstream.names import module_ids
+from apcore_mcp.upstream.pool import Lease, UpstreamPool
+
+logger = logging.getLogger(__name__)
+
+PRIVATE_IDLE_SECONDS = 300.0
+"""A per-principal or per-session server unused this long is released (and stopped)."""
+ANONYMOUS = "anonymous"
+
+
+class CallAsker:
+    """Forwards the upstream's questions for one call to our client (``context.request_inputs``).
+
+    Keys are numbered in asking order, so a 2026-07-28 client retrying our call finds its
+    answers under the same keys when the upstream asks the same questions again. When our
+    client must be asked in a new round, the ``InputRequired`` is kept and raised once the
+    upstream call has returned (it may be raised in a task that is not the call's own).
+    """
+
+    def __init__(self, context: Any, prefix: str) -> None:
+        self._context = context
+        self._prefix = prefix
+        self._asked = 0
+        self.deferred: InputRequired | None = None
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+        if self.deferred is not None:
+            return dict.fromkeys(requests)
+        keyed: dict[str, str] = {}
+        for key in requests:
+            self._asked += 1
+            keyed[f"{self._prefix}{self._asked}-{key}"] = key
+        try:
+            answers = await request_inputs(self._context, {ours: requests[theirs] for ours, theirs in keyed.items()})
+        except InputRequired as needed:
+            self.deferred = needed
+            return dict.fromkeys(requests)
+        return {theirs: answers.get(ours) for ours, theirs in keyed.items()}
+
+    def raise_deferred(self) -> None:
+        if self.deferred is not None:
+            raise self.deferred
+
+
+class _Progress:
+    """The upstream's progress for one call, passed on to our client."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        await report_progress(self._context, progress, total, message)
+
+
+def principal_of(context: Any, sharing: str) -> str | None:
+    """The handle key's principal part for a call: ``None`` for a shared server.
+
+    ``per-session`` uses the call's ``session_id`` when the edge provides one (falling back
+    to the principal: a stateless transport has no session worth keying on).
+    """
+    if sharing == "shared":
+        return None
+    if sharing == "per-session":
+        session = getattr(call_context(context), "session_id", None)
+        if session:
+            return f"session:{session}"
+    identity = getattr(context, "identity", None)
+    return f"principal:{getattr(identity, 'id', None) or ANONYMOUS}"
+
+
+class UpstreamSource:
+    """One upstream server's tools in ``registry`` (see the module doc)."""
+
+    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Any) -> None:
+        self.spec = spec
+        self.pool = pool
+        self.registry = registry
+        self._lease: Lease | None = None
+        self._private: dict[str, tuple[Lease, float]] = {}
+        self._modules: dict[str, UpstreamTool] = {}
+        self._refresh_lock = anyio.Lock()
+        self._refresh_wanted = False
+        self._unlisten: Callable[[], None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def module_ids(self) -> tuple[str, ...]:
+        return tuple(sorted(self._modules))
+
+    def tool_of(self, module_id: str) -> str | None:
+        """The upstream tool name behind one of this source's module ids."""
+        module = self._modules.get(module_id)
+        return module.tool_name if module is not None else None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Acquire the server and register its tools.
+
+        Raises:
+            UpstreamUnavailable: it could not be started or did not list its tools.
+        """
+        lease = await self.pool.acquire(self.spec)
+        self._lease = lease
+        try:
+            self._sync(await lease.list_tools())
+        except BaseException:
+            await self.close()
+            raise
+        self._unlisten = lease.on_tools_changed(self._tools_changed)
+        logger.info("Upstream %r mounted: %d tool(s)", self.name, len(self._modules))
+
+    async def close(self) -> None:
+        """Unregister every tool and release the server (and any private ones). Idempotent."""
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+        for module_id in list(self._modules):
+            self._unregister(module_id)
+        private, self._private = list(self._private.values()), {}
+        for lease, _used in private:
+            await self.pool.release(lease)
+        shared, self._lease = self._lease, None
+        if shared is not None:
+            await self.pool.release(shared)
+
+    def update_spec(self, spec: ServerSpec) -> None:
+        """Take settings that do not need a restart (timeout, description) from a reloaded config."""
+        self.spec = spec
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """List the tools again and register the difference; a failure keeps the tools we had."""
+        self._refresh_wanted = True
+        async with self._refresh_lock:
+            if not self._refresh_wanted or self._lease is None:
+                return  # a refresh that started after this one was asked for has done the work
+            self._refresh_wanted = False
+            tools = await self._lease.list_tools()
+            self._sync(tools)
+
+    def _tools_changed(self) -> None:
+        self.pool.spawn(self._refresh_quietly)
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh()
+        except Exception as exc:  # noqa: BLE001 - a background refresh's edge: keep serving the old list
+            logger.warning("Upstream %r: tools not refreshed (%s)", self.name, type(exc).__name__)
+
+    def _sync(self, tools: list[types.Tool]) -> None:
+        listed = {tool.name: tool for tool in tools}
+        ids = module_ids(self.name, listed)
+        wanted = {ids[name]: tool for name, tool in listed.items()}
+        for module_id, module in list(self._modules.items()):
+            tool = wanted.get(module_id)
+            if tool is None or tool.model_dump_json(by_alias=True, exclude_none=True) != module.fingerprint:
+                self._unregister(module_id)
+        for module_id, tool in wanted.items():
+            if module_id not in self._modules:
+                self._register(module_id, tool)
+
+    def _register(self, module_id: str, tool: types.Tool) -> None:
+        try:
+            module = UpstreamTool(self, self.name, tool, timeout=self.spec.timeout)
+            self.registry.register(module_id, module)
+        except (ValueError, InvalidInputError) as exc:
+            logger.warning("Upstream %r: tool %r not mounted as %s: %s", self.name, tool.name, module_id, exc)
+            return
+        self._modules[module_id] = module
+
+    def _unregister(self, module_id: str) -> None:
+        self._modules.pop(module_id, None)
+        self.registry.unregister(module_id)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], context: Any, *, repeatable: bool = False
+    ) -> types.CallToolResult:
+        """Call ``tool`` for the caller behind ``context`` (apcore's ``Context``).
+
+        ``repeatable`` (read-only or idempotent): may be sent again if the connection is lost.
+        """
+        lease = await self._lease_for(context)
+        asker = CallAsker(context, prefix=f"{self.name}/")
+
+        result = await lease.call_tool(tool, arguments, progress=_Progress(context), asker=asker, repeatable=repeatable)
+        asker.raise_deferred()
+        return result
+
+    async def _lease_for(self, context: Any) -> Lease:
+        principal = principal_of(context, self.spec.sharing)
+        if principal is None:
+            if self._lease is None:
+                raise RuntimeError(f"upstream source {self.name!r} is not open")
+            return self._lease
+        found = self._private.get(principal)
+        if found is None:
+            # No lock held while a server starts: one principal's slow start delays no other.
+            lease = await self.pool.acquire(self.spec, principal)
+            raced = self._private.get(principal)
+            if raced is not None:  # another call of the same principal got there first
+                await self.pool.release(lease)
+                lease = raced[0]
+        else:
+            lease = found[0]
+        self._private[principal] = (lease, anyio.current_time())
+        await self._release_idle(keep=principal)
+        return lease
+
+    async def _release_idle(self, keep: str) -> None:
+        cutoff = anyio.current_time() - PRIVATE_IDLE_SECONDS
+        for principal, (lease, used) in list(self._private.items()):
+            if used < cutoff and principal != keep and self._private.get(principal, (None, 0.0))[0] is lease:
+                del self._private[principal]
+                await self.pool.release(lease)

@@ -1,0 +1,134 @@
+"""The parsed form of ``mcp.json``: frozen server and scope specs, and how problems are reported."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apcore_mcp.upstream.expand import Redactor
+
+TRANSPORTS = ("stdio", "http", "sse")
+TRANSPORT_ALIASES = {"streamable-http": "http", "streamablehttp": "http", "streamable_http": "http"}
+SHARING = ("shared", "per-principal", "per-session")
+PROTOCOLS = ("auto", "legacy")
+TOOL_MODES = ("list", "search")
+DEFAULT_SCOPE = "default"
+DEFAULT_TIMEOUT = 30.0
+ALL = "all"
+
+SERVER_KEYS = frozenset(
+    {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "timeout", "enabled", "sharing"}
+    | {"aliases", "protocol", "description"}
+)
+SCOPE_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class UpstreamConfigError(ValueError):
+    """The config file is unusable; ``problems`` lists every mistake, each naming its place."""
+
+    def __init__(self, problems: Sequence[Problem], source: str = "mcp config") -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  {problem}" for problem in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+@dataclass(frozen=True, repr=False)
+class ServerSpec:
+    """One upstream server, with ``${VAR}`` already expanded. Its ``repr`` shows no value."""
+
+    name: str
+    transport: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    sharing: str = "shared"
+    aliases: tuple[str, ...] = ()
+    protocol: str = "auto"
+    description: str = ""
+
+    @property
+    def is_remote(self) -> bool:
+        return self.transport != "stdio"
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What makes the running server: equal keys share one process or connection."""
+        if self.is_remote:
+            return (self.name, self.transport, self.url, self.headers, self.protocol)
+        return (self.name, "stdio", self.command, self.args, self.env, self.cwd, self.protocol)
+
+    def __repr__(self) -> str:
+        return f"ServerSpec(name={self.name!r}, transport={self.transport!r})"
+
+
+@dataclass(frozen=True)
+class ScopeSpec:
+    """A named view: which upstream servers and which local modules it serves, and how."""
+
+    name: str
+    servers: tuple[str, ...]
+    modules: bool = True
+    tags: tuple[str, ...] | None = None
+    prefix: str | None = None
+    tool_mode: str | None = None
+    implicit: bool = False
+    """Made up because the file names no such scope (the default scope: every server)."""
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    servers: Mapping[str, ServerSpec] = field(default_factory=dict)
+    """Enabled servers whose placeholders all resolved."""
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    """Servers left out, with the reason (disabled, a missing variable)."""
+    scopes: Mapping[str, ScopeSpec] = field(default_factory=dict)
+    redactor: Redactor = field(default_factory=Redactor)
+
+    def scope(self, name: str = DEFAULT_SCOPE) -> ScopeSpec:
+        """The named scope; the default scope (every server, every local module) when not in the file.
+
+        Raises:
+            KeyError: for an unknown scope name other than the default.
+        """
+        if name in self.scopes:
+            return self.scopes[name]
+        if name == DEFAULT_SCOPE:
+            return ScopeSpec(DEFAULT_SCOPE, servers=tuple(self.servers), implicit=True)
+        raise KeyError(f"Unknown scope {name!r}; the config defines: {', '.join(sorted(self.scopes)) or 'none'}")
+
+
+def resolve_selection(
+    selection: str | Sequence[str], names: Sequence[str], aliases: Mapping[str, Sequence[str]]
+) -> tuple[list[str], list[str]]:
+    """``(server names, unknown entries)`` for ``all``, names, aliases, or a comma-separated string of them."""
+    entries = selection.split(",") if isinstance(selection, str) else list(selection)
+    found: list[str] = []
+    unknown: list[str] = []
+    for entry in (item.strip() for item in entries):
+        if not entry:
+            continue
+        if entry == ALL:
+            targets: Sequence[str] = names
+        elif entry in names:
+            targets = [entry]
+        elif entry in aliases:
+            targets = aliases[entry]
+        else:
+            unknown.append(entry)
+            continue
+        found += [target for target in targets if target not in found]
+    return found, unknown

@@ -1,0 +1,82 @@
+"""The explorer never runs a destructive or approval-gated tool on one click, and shows rich results.
+
+Headless Chromium drives the page (the ``explorer`` helper of ``test_explorer_browser``); the
+route itself is checked over HTTP too: without the page's confirmation it answers 428.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, expect
+
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
+
+from conftest import running_http
+from support import make_executor
+from test_explorer_browser import ARTIFACTS, browser, explorer
+
+pytestmark = pytest.mark.browser
+__all__ = ["browser"]  # the fixture, used by name
+
+
+async def test_a_destructive_tool_asks_for_confirmation(browser: Browser, tmp_path: Path) -> None:
+    marker = tmp_path / "purged"
+    async with explorer(browser, allow_execute=True) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.purge")
+        await expect(page.locator("#detail h2")).to_have_text("demo.purge")
+        await page.get_by_label("marker", exact=True).fill(str(marker))
+
+        await page.locator("#run").click()
+        dialog = page.locator("#confirm-dialog")
+        await expect(dialog).to_be_visible()
+        await expect(dialog).to_contain_text("demo.purge requires approval and is destructive.")
+        await expect(page.locator("#confirm-args")).to_contain_text(str(marker))
+        await page.locator("#confirm-cancel").click()
+        await expect(dialog).to_have_count(0)
+        await expect(page.locator("#output")).to_be_hidden()
+        assert not marker.exists()
+
+        await page.locator("#run").click()
+        await page.locator("#confirm-run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "done": true\n}')
+        assert marker.read_text() == "ran"
+        assert ex.unexpected_problems() == []
+
+
+async def test_an_image_result_shows_as_an_image(browser: Browser) -> None:
+    async with explorer(browser, allow_execute=True) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.media")
+        await page.locator("#run").click()
+        image = page.locator("#output img.media")
+        await expect(image).to_be_visible()
+        assert await image.evaluate("img => img.complete && img.naturalWidth") == 1  # the PNG decoded
+        await expect(page.locator("#output audio.media")).to_have_count(1)
+        await expect(page.locator("#output figure.media")).to_contain_text("data://source.csv")
+        await expect(page.locator("#output")).to_contain_text('"title": "a chart"')
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "explorer-media.png"))
+        assert ex.unexpected_problems() == []  # no CSP violation for the data: image or audio
+
+
+async def test_the_route_refuses_an_unconfirmed_destructive_call(tmp_path: Path) -> None:
+    marker = tmp_path / "purged"
+    bridge = Bridge.build(make_executor(), Settings(explorer=True, allow_execute=True))
+    try:
+        async with running_http(bridge) as url, httpx.AsyncClient() as http:
+            call = f"{url}/explorer/tools/demo.purge/call"
+            refused = await http.post(call, json={"marker": str(marker)})
+            wrong = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.echo"})
+            assert not marker.exists()
+            confirmed = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.purge"})
+    finally:
+        bridge.close()
+    assert refused.status_code == 428 and wrong.status_code == 428
+    assert refused.json()["error"] == "demo.purge requires approval and is destructive: confirm the call to run it"
+    assert confirmed.status_code == 200 and confirmed.json() == {"result": {"done": True}}
+    assert marker.read_text() == "ran"
