@@ -1,5 +1,5 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
-``bench.upstream``; ``WORKLOADS`` names them all.
+``bench.upstream``, 11 ``bench.interactive``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -27,6 +27,7 @@ from bench.common import (
     running_server,
     server_specs,
 )
+from bench.interactive import interactive
 from bench.pipeline import pipeline
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
 from bench.throughput import throughput
@@ -351,4 +352,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "auth": auth,
     "upstream": upstream_call,
     "search": tool_search,
+    "interactive": interactive,
 }

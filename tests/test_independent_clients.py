@@ -62,3 +62,15 @@ def test_approval_declined_does_not_run(server: RunningServer) -> None:
     run = run_ts_client(server, "--call", "files.purge", "--args", arguments, "--elicit", "decline")
     assert run.returncode == EXIT_TOOL_ERROR, run
     assert run.texts == ["Not run: files.purge requires approval: the user declined."], run
+
+
+def test_progress_and_a_question_reach_the_typescript_client(server: RunningServer) -> None:
+    """reports.chart asks for a missing title, then reports one progress step per bar."""
+    arguments = json.dumps({"values": [1, 2, 3]})
+    run = run_ts_client(
+        server, "--call", "reports.chart", "--args", arguments, "--progress", "--elicit", 'accept:{"title":"Q3"}'
+    )
+    assert run.returncode == 0, run
+    assert run.result["structuredContent"]["title"] == "Q3", run
+    assert [block["type"] for block in run.result["content"]] == ["image", "text"], run
+    assert [(p["progress"], p["total"]) for p in run.report["progress"]] == [(1, 3), (2, 3), (3, 3)], run

@@ -155,3 +155,20 @@ async def test_stateless_handshake_http_fails_approval_closed(tmp_path: Path) ->
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.startswith("Not run: demo.purge requires approval: the client cannot ask its user")
     assert not (tmp_path / "ran").exists()
+
+
+async def test_approval_auto_runs_gated_modules_unasked_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from support import make_registry
+
+    caplog.set_level("WARNING", logger="apcore_mcp")
+    bridge = Bridge.build(make_registry(), Settings(approval="auto"))
+    try:
+        async with Client(bridge.server, mode="legacy") as client:  # a client that cannot be asked
+            result = await client.call_tool("demo.purge", {"marker": str(tmp_path / "ran")})
+    finally:
+        bridge.close()
+    assert result.is_error is False and (tmp_path / "ran").read_text() == "ran"
+    warning = next(r for r in caplog.records if "Approval is off" in r.getMessage())
+    assert warning.levelname == "WARNING" and "demo.purge" in warning.getMessage()

@@ -39,6 +39,7 @@ from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
 from apcore_mcp.run.background import MCPServer
 from apcore_mcp.run.serve import serve
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
 
 __all__ = [
     "MCP_ELICIT_KEY",
@@ -47,6 +48,7 @@ __all__ = [
     "CallContext",
     "EmbeddedResource",
     "Image",
+    "JsonSchemaModel",
     "MCPApprovalHandler",
     "MCPServer",
     "ResourceLink",
@@ -61,6 +63,7 @@ __all__ = [
     "elicit",
     "from_openai_call",
     "install_pipeline",
+    "json_schema_model",
     "list_roots",
     "log_message",
     "normalize_tool_name",

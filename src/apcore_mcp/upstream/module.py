@@ -16,6 +16,7 @@ from apcore import ModuleAnnotations
 from apcore.errors import SchemaValidationError
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
+from pydantic import BaseModel
 
 from apcore_mcp.upstream.results import MCP_RESULT_KEY, to_output
 
@@ -148,3 +149,32 @@ def upstream_server_of(registry: Any, module_id: str) -> str | None:
     """The upstream server behind ``module_id``, or ``None`` for a local module."""
     module = registry.get(module_id)
     return module.server if isinstance(module, UpstreamTool) else None
+
+
+def json_schema_model(schema: Mapping[str, Any], name: str = "JsonSchemaInput") -> type[BaseModel]:
+    """A pydantic model class whose contract is ``schema`` (a JSON Schema document), for module authors.
+
+    apcore's discovery and registry accept only ``BaseModel`` subclasses as a module's
+    ``input_schema``; this one describes itself with ``schema`` as written and validates with
+    it (``JsonSchemaModel``), so a schema that names its dialect (``$schema``) is served verbatim.
+
+    Raises:
+        ValueError: ``schema`` is not a valid JSON Schema.
+    """
+    contract = JsonSchemaModel(schema)
+
+    class Contract(BaseModel):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return contract.model_json_schema()
+
+        @classmethod
+        def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+            return contract.model_validate(obj)
+
+        @classmethod
+        def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Any:
+            return contract.model_validate_json(json_data)
+
+    Contract.__name__ = Contract.__qualname__ = name
+    return Contract
