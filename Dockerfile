@@ -41,4 +41,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
 # --forwarded-allow-ips is deliberately absent: uvicorn takes it from $FORWARDED_ALLOW_IPS.
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log"]
+# --http: uvicorn's h11 protocol with a deadline on request headers (APCORE_MCP_HEADER_TIMEOUT).
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol:TimedH11Protocol"]

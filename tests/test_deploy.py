@@ -104,6 +104,7 @@ def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
     assert "--proxy-headers" in cmd
     assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
     assert "--no-access-log" in cmd
+    assert option(cmd, "--http") == "apcore_mcp.run.protocol:TimedH11Protocol"  # request headers timed
     # forwarded headers trusted from the proxy only: never "*"
     trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
     env = final_stage().env()
@@ -226,7 +227,7 @@ def test_nginx_conf_is_substitutable_and_unbuffered_for_mcp() -> None:
         "proxy_pass http://apcore_mcp;",
         "proxy_http_version 1.1;",
         'proxy_set_header Connection "";',
-        "proxy_set_header Host $host;",
+        "proxy_set_header Host $http_host;",
         "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
         "proxy_set_header X-Forwarded-Proto $scheme;",
     )

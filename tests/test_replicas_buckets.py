@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from apcore_mcp.replicas.buckets import LocalBuckets, RedisBuckets, bucket_key
+from apcore_mcp.limits import MemoryBuckets
+from apcore_mcp.replicas.buckets import RedisBuckets, bucket_key
 from apcore_mcp.replicas.link import RedisLink
 
 from replica_support import RedisServer, redis_running
@@ -72,7 +73,7 @@ async def test_redis_down_falls_back_per_replica_then_recovers(
     redis: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     link = RedisLink(redis.url, "test-buckets:", cooldown=0.2)
-    fallback = LocalBuckets()
+    fallback = MemoryBuckets()
     store = RedisBuckets(link, fallback)
     caller = unique("carol")
     try:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from apcore_mcp.limits import RATE_LIMITED
 
 from conftest import Inbox
 from replica_support import (
@@ -141,3 +144,18 @@ async def test_redis_stopped_mid_load_then_back(cluster: Cluster) -> None:
         async with listening(a.base) as (heard, inbox):
             await add_module(b.base, "added.after_outage")
             await assert_heard(heard, inbox)
+
+
+async def test_the_rate_limit_is_shared_by_the_replicas(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two replicas with one Redis: a caller's burst spent on one replica is spent on the other too."""
+    work = tmp_path_factory.mktemp("redis-rate")
+    with redis_running(work / "redis") as redis:
+        args = ("--redis-url", redis.url, "--rate-limit", "0.01", "--rate-burst", "3")
+        with replicas_running(["a", "b"], work, *args) as (first, second):
+            async with Client(f"{first.base}/mcp", mode="auto", cache=None) as client:
+                for _ in range(3):  # the whole burst, on replica a
+                    await client.call_tool("replica.echo", {"text": "x"})
+            async with Client(f"{second.base}/mcp", mode="auto", cache=None) as client:
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("replica.echo", {"text": "x"})
+    assert refused.value.error.code == RATE_LIMITED

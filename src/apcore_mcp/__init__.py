@@ -1,7 +1,8 @@
 """apcore-mcp: serve an apcore module registry as MCP tools and OpenAI tool definitions.
 
 Public API: ``serve``, ``MCPServer``, ``create_app``, ``Settings``, ``to_openai_tools``,
-``normalize_tool_name`` / ``denormalize_tool_name``; for module code, ``report_progress``,
+``normalize_tool_name`` / ``denormalize_tool_name`` / ``openai_names`` and ``from_openai_call``
+(a model's tool call back to a module id and arguments); for module code, ``report_progress``,
 ``elicit``, ``sample``, ``list_roots``, ``request_inputs``, ``log_message`` and the content
 types ``Text``, ``Image``, ``Audio``, ``EmbeddedResource``, ``ResourceLink``; for your own
 Executor, ``MCPApprovalHandler`` and ``install_pipeline``.
@@ -27,7 +28,13 @@ from apcore_mcp.context import (
     sample,
 )
 from apcore_mcp.http.app import create_app
-from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
+from apcore_mcp.openai import (
+    denormalize_tool_name,
+    from_openai_call,
+    normalize_tool_name,
+    openai_names,
+    to_openai_tools,
+)
 from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
 from apcore_mcp.run.background import MCPServer
 from apcore_mcp.run.serve import serve
@@ -54,11 +61,13 @@ __all__ = [
     "create_app",
     "denormalize_tool_name",
     "elicit",
+    "from_openai_call",
     "install_pipeline",
     "json_schema_model",
     "list_roots",
     "log_message",
     "normalize_tool_name",
+    "openai_names",
     "release_stream",
     "report_progress",
     "request_inputs",

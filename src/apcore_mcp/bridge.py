@@ -15,6 +15,7 @@ from apcore.approval import AutoApproveHandler
 from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.access import ToolAccess, executor_acl
 from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
@@ -91,6 +92,11 @@ def change_of(record: ToolRecord) -> ListChange:
     )
 
 
+def call_limits(settings: Settings) -> CallLimits:
+    """The rate limit and concurrency cap the settings ask for (shared by every edge of one server)."""
+    return CallLimits(rate=settings.rate_limit, burst=settings.rate_burst, max_concurrent=settings.max_concurrent_calls)
+
+
 @dataclass
 class Bridge:
     """Everything one served registry needs; build it with ``Bridge.build``."""
@@ -111,6 +117,8 @@ class Bridge:
     """The ``mcp.json`` of ``settings.mcp_config``, as read at build (servers mount when serving starts)."""
     selection: ScopeSelection | None = None
     """The main endpoint's scope selection when a config is in use (swapped on reload)."""
+    limits: CallLimits = field(default_factory=CallLimits)
+    """The rate limit and concurrency cap every edge of this server admits tool calls through."""
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
     _full_catalog: ToolCatalog | None = None
@@ -126,11 +134,13 @@ class Bridge:
         settings: Settings | None = None,
         *,
         include: Callable[[str], bool] | None = None,
+        limits: CallLimits | None = None,
     ) -> Bridge:
         """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
 
         ``include`` narrows the served modules further (a scope's selection, see
-        ``apcore_mcp.upstream.scopes.scope_filter``).
+        ``apcore_mcp.upstream.scopes.scope_filter``). ``limits`` shares another server's rate
+        limit and concurrency cap (the per-scope endpoints share the main one's).
 
         Raises:
             TypeError: not a Registry or an Executor.
@@ -171,12 +181,13 @@ class Bridge:
             filter_list=settings.auth_filter_tools,
             default_identity=stdio_identity(settings),
         )
-        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
+        limits = limits if limits is not None else call_limits(settings)
+        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access, limits=limits)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
         bridge = cls(
             registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search,
-            upstream_config, selection,
+            upstream_config, selection, limits,
         )  # fmt: skip
         bridge._full_catalog = catalog
         if settings.dynamic and search is None:

@@ -25,6 +25,7 @@ from apcore_mcp.content import (
     OutputError,
     RenderedOutput,
     dump_json,
+    precheck_size,
     render_output,
     to_json_value,
 )
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 SERIALIZATION_ERROR = "Failed to serialize module output"
 CANCELLED = "cancelled"
+STOPPED = "Call cancelled: the server is shutting down"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +89,18 @@ class CallRouter:
         self.catalog = catalog
         self.max_output_bytes = max_output_bytes
         self._in_flight = 0
+        self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = []
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    def cancel_all(self) -> int:
+        """Cancel every call running now; each answers a ``cancelled`` error (shutdown past its grace period)."""
+        for scope in self._scopes:
+            scope.cancel()
+        return len(self._scopes)
 
     async def wait_idle(self, poll_seconds: float = 0.05) -> None:
         """Return once no call is running (polled: this only runs during shutdown)."""
@@ -108,7 +117,15 @@ class CallRouter:
         started = time.perf_counter()
         kind = CANCELLED
         try:
-            outcome = await self._call(name, arguments if arguments is not None else {}, call)
+            with anyio.CancelScope() as scope:
+                self._scopes.add(scope)
+                try:
+                    outcome = await self._call(name, arguments if arguments is not None else {}, call)
+                finally:
+                    self._scopes.discard(scope)
+            if scope.cancelled_caught:  # cancel_all(): answered, not dropped
+                call.cancel_token.cancel()
+                outcome = CallOutcome(tool=name, error=SafeError("cancelled", STOPPED))
             kind = outcome.kind
             return outcome
         except asyncio.CancelledError:
@@ -128,7 +145,16 @@ class CallRouter:
             # Filtered-out and unknown modules look the same: neither exists for this client.
             return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
         outcome = await self._execute(record, arguments, call)
-        return success_outcome(record, outcome.value, self.max_output_bytes) if outcome.ok else outcome
+        if not outcome.ok:
+            return outcome
+        try:
+            cheap = precheck_size(outcome.value, self.max_output_bytes)
+        except OutputError as exc:  # surely too large: refused before spending time encoding it
+            return output_error(record, exc)
+        if cheap:
+            return success_outcome(record, outcome.value, self.max_output_bytes)
+        # Many values: encoding takes a while, so it runs off the event loop (and /health stays free).
+        return await anyio.to_thread.run_sync(success_outcome, record, outcome.value, self.max_output_bytes)
 
     async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
         """Run a resource module; the outcome's ``value`` is its raw output."""
@@ -178,10 +204,15 @@ def success_outcome(record: ToolRecord, output: Any, max_output_bytes: int | Non
     try:
         rendered = render_output(output, record.layout, max_output_bytes)
     except OutputError as exc:
-        log_call_error(record.name, exc)
-        message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
-        return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
+        return output_error(record, exc)
     return CallOutcome(tool=record.name, rendered=rendered)
+
+
+def output_error(record: ToolRecord, exc: OutputError) -> CallOutcome:
+    """A module output that cannot be sent: logged, and a safe message for the client."""
+    log_call_error(record.name, exc)
+    message = str(exc) if "exceeds the limit" in str(exc) else SERIALIZATION_ERROR
+    return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
 
 
 def carried_result(output: Any) -> dict[str, Any] | None:

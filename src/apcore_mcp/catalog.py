@@ -13,7 +13,7 @@ from typing import Any
 
 import mcp.types as types
 
-from apcore_mcp.records import ToolRecord, build_record
+from apcore_mcp.records import MAX_TOOL_NAME_LENGTH, ToolRecord, build_record
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,16 @@ class ToolCatalog:
             self._publish_locked()
 
     def _build(self, module_id: str) -> ToolRecord | None:
+        if len(module_id) > MAX_TOOL_NAME_LENGTH:
+            # apcore allows ids up to 192 characters; an MCP tool name has at most 128. A silently
+            # truncated name could collide; a hashed one could not be typed by anyone: not served.
+            logger.warning(
+                "Skipping module %s: its id has %d characters, more than the %d an MCP tool name may have",
+                module_id,
+                len(module_id),
+                MAX_TOOL_NAME_LENGTH,
+            )
+            return None
         try:
             descriptor = self._registry.get_definition(module_id)
         except Exception as exc:  # noqa: BLE001 - module code (its schema classes) runs here; one bad module is skipped

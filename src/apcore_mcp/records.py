@@ -12,6 +12,9 @@ from apcore_mcp.content import OutputLayout, output_layout
 from apcore_mcp.resources import ResourceSpec, resource_spec
 from apcore_mcp.schema import to_input_schema, to_output_schema
 
+MAX_TOOL_NAME_LENGTH = 128
+"""The MCP limit on a tool name (characters ``[A-Za-z0-9_.-]``, which every apcore id satisfies)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolRecord:

@@ -143,7 +143,7 @@ class Settings:
     # -- network ---------------------------------------------------------------------------------
     host: str = option(
         "127.0.0.1",
-        "address the HTTP transports bind to (decides Host checking and the explorer token rule)",
+        "address the HTTP transports bind to (an allowed Host; bound off loopback, explorer calls need a token)",
         group="network",
     )
     port: int = option(8000, "port the HTTP transports bind to (1-65535)", group="network", kind="int")
@@ -247,6 +247,63 @@ class Settings:
     max_output_bytes: int = option(
         16 * 1024 * 1024,
         "largest tool result sent, in bytes of JSON; a larger one is an error result",
+        group="limits",
+        kind="int",
+    )
+    max_body_bytes: int = option(
+        4 * 1024 * 1024,
+        "largest HTTP request body accepted, in bytes (chunked too); a larger one is answered 413",
+        group="limits",
+        kind="int",
+    )
+    header_timeout: float = option(
+        10.0,
+        "seconds a client gets to send a request's headers (our uvicorn protocol; see the README for plain uvicorn)",
+        group="limits",
+        kind="float",
+    )
+    body_timeout: float = option(
+        30.0,
+        "seconds a client gets to send a whole request body; a slower one is answered 408 and disconnected",
+        group="limits",
+        kind="float",
+    )
+    max_sessions: int = option(
+        1000,
+        "Streamable HTTP sessions open at once (initialized or not); a new one past it is answered 503",
+        group="limits",
+        kind="int",
+    )
+    max_sessions_per_caller: int = option(
+        100,
+        "sessions one caller (its address, or its principal once authenticated) may hold; past it 429",
+        group="limits",
+        kind="int",
+    )
+    session_idle_timeout: float = option(
+        600.0,
+        "seconds a Streamable HTTP session may sit with no request and no open stream before it is closed",
+        group="limits",
+        kind="float",
+    )
+    rate_limit: float | None = option(
+        None,
+        "tool calls per second per caller (token bucket); past it HTTP 429 with `Retry-After`, "
+        "JSON-RPC error -32010 in MCP",
+        group="limits",
+        kind="float",
+        default_text="no limit",
+    )
+    rate_burst: int | None = option(
+        None,
+        "tool calls a caller may make at once before `rate_limit` applies",
+        group="limits",
+        kind="int",
+        default_text="`rate_limit` rounded up",
+    )
+    max_concurrent_calls: int | None = option(
+        500,
+        "tool calls running at once; one more is refused at once (HTTP 503, JSON-RPC error -32011 in MCP)",
         group="limits",
         kind="int",
     )
@@ -557,6 +614,26 @@ def _check_replicas(s: Settings) -> None:
         raise SettingError("broadcast_changes", "broadcast_changes needs dynamic (live registry changes)")
 
 
+def _check_traffic(s: Settings) -> None:
+    _whole(s, "max_body_bytes", 1024)
+    _whole(s, "max_sessions", 1)
+    _whole(s, "max_sessions_per_caller", 1)
+    for name in ("header_timeout", "body_timeout", "session_idle_timeout"):
+        _positive(s, name)
+    if s.rate_limit is not None:
+        _positive(s, "rate_limit")
+    if s.rate_burst is not None:
+        _whole(s, "rate_burst", 1)
+    if s.max_concurrent_calls is not None:
+        _whole(s, "max_concurrent_calls", 1)
+
+
+def _whole(s: Settings, name: str, minimum: int) -> None:
+    value = getattr(s, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SettingError(name, f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 def _check_auth(s: Settings) -> None:
     from apcore_mcp.auth_settings import check_auth  # kept apart: the auth rules are many
 
@@ -583,6 +660,7 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_service,
     _check_limits,
     _check_replicas,
+    _check_traffic,
     _check_auth,
     _check_upstreams,
 )

@@ -2,7 +2,8 @@
 
 Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages/`` (legacy SSE), ``GET /health``
 (liveness), ``GET /ready`` (readiness), ``GET /metrics`` (Prometheus), ``GET /openai/tools``
-and, when enabled, the explorer. Every route sits behind the Host/Origin guard.
+and, when enabled, the explorer. Every request is timed (``HttpMetrics``), then passes the
+Host/Origin guard, then has its body read within the size limit and deadline (``BodyGuard``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.sse import SseServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -26,12 +27,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.auth import build_auth
+from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.events import MemoryEventStore
-from apcore_mcp.http.explorer import execute_token, explorer_routes
+from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
+from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
-from apcore_mcp.http.metrics import Metrics, StreamCounter
+from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
+from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.scopes import ScopeEndpoints
+from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
+from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
@@ -55,6 +61,8 @@ class SseEndpoint:
     def __init__(self, bridge: Bridge, transport: SseServerTransport) -> None:
         self.bridge = bridge
         self.transport = transport
+        self.connections = 0
+        """Open SSE connections (each is one MCP session)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "GET":
@@ -62,7 +70,11 @@ class SseEndpoint:
             return
         server = self.bridge.server
         async with self.transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            self.connections += 1
+            try:
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                self.connections -= 1
 
 
 def create_app(
@@ -76,23 +88,41 @@ def create_app(
     sdk_security = policy.to_sdk_settings()
     metrics = Metrics(bridge)
     bridge.router.observers.append(metrics.observe_call)
-    manager = StreamableHTTPSessionManager(
-        app=bridge.server,
+    bridge.parts.admission.observers.append(metrics.reject)
+    auth = build_auth(settings)  # None when auth is "none"
+    event_store = MemoryEventStore() if settings.resumable and not settings.stateless else None
+    manager = SessionManager(
+        bridge.server,
+        max_per_caller=settings.max_sessions_per_caller,
         stateless=settings.stateless,
         json_response=settings.json_response,
         security_settings=sdk_security,
-        event_store=MemoryEventStore() if settings.resumable and not settings.stateless else None,
+        event_store=event_store,
         retry_interval=settings.sse_retry_ms,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        max_request_body_size=settings.max_body_bytes,
     )
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
+    sse_endpoint = SseEndpoint(bridge, sse)
+    metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
 
+    # With auth on, explorer calls carry the caller's own token: no separate explorer token.
+    gate = ExecuteGate(settings, authenticated=auth is not None)
+    # A handshake-era client whose POST stream broke may resume it (event store, SSE responses):
+    # its call is cancelled only if it has not come back within a few of its reconnection delays.
+    resume_grace = resume_grace_seconds(settings) if event_store is not None and not settings.json_response else None
     take_over_stream_draining()
     shared = _shared_state(bridge)
+    if shared is not None:  # rate-limit buckets shared by the replicas (this process's while Redis is away)
+        bridge.limits.buckets = shared.buckets(bridge.limits.buckets)
     # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
-    endpoints = ScopeEndpoints(bridge.executor, settings, sdk_security) if bridge.upstream_config else None
+    endpoints = (
+        ScopeEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
+    )
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with (
             manager.run(),
             serving_upstreams(bridge, endpoints=endpoints) as upstreams,
@@ -105,9 +135,12 @@ def create_app(
                 background.start_soon(shared.run)
             app.state.upstreams = upstreams
             app.state.stopping = False
+            if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=auth is not None):
+                gate.expose()
             app.state.ready = True
             try:
-                yield
+                # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
+                yield {HEADER_TIMEOUT_STATE: settings.header_timeout, REJECT_STATE: metrics.reject}
             finally:
                 app.state.ready = False
                 background.cancel_scope.cancel()
@@ -120,20 +153,23 @@ def create_app(
         return StreamCounter(app, metrics.open_streams, route)
 
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=streams(StreamableHTTPASGIApp(manager), MCP_PATH)),
-        Route(SSE_PATH, endpoint=streams(SseEndpoint(bridge, sse), SSE_PATH)),
+        Route(MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace), MCP_PATH)),
+        Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics, shared.problems if shared is not None else dict),
         *(endpoints.routes if endpoints is not None else []),
     ]
-    auth = build_auth(settings)  # None when auth is "none"
     if settings.explorer:
-        # With auth on, explorer calls carry the caller's own token: no separate explorer token.
-        routes += explorer_routes(bridge, execute_token(bridge) if auth is None else None)
+        routes += explorer_routes(bridge, gate)
+    # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
     middleware = [Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)]
     if auth is not None:
         routes += auth.routes
         middleware += auth.middleware(on_reject=metrics.reject)
+    middleware += [
+        Middleware(HttpMetrics, metrics=metrics),
+        Middleware(BodyGuard, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+    ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
     app.state.metrics = metrics

@@ -62,6 +62,12 @@ class MemoryEventStore(EventStore):
         return stream_id
 
 
+def stream_of(event_id: EventId) -> StreamId | None:
+    """The stream an event id of this store belongs to (a request's stream is named by its id)."""
+    parsed = _parse_event_id(event_id)
+    return parsed[0] if parsed is not None else None
+
+
 def _event_id(stream_id: StreamId, seq: int) -> EventId:
     return f"{seq}_{stream_id}"
 

@@ -1,11 +1,12 @@
 """The browser explorer: a page listing the tools, their schemas, and (opt-in) a way to call them.
 
 Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it is off unless
-``allow_execute``; when on, only JSON POSTs are accepted (a form cannot send one without
-CORS, and no CORS header is ever sent), Host/Origin are checked by the app's guard, and a
-server not bound to loopback requires a bearer token compared in constant time. With ``auth``
-on, that token is the caller's own (checked by ``http/auth.py``), calls run as the caller's
-identity, and with ``auth_filter_tools`` the list shows only what the caller may call.
+``allow_execute``; when on, only JSON POSTs from the page's own origin (scheme, host and port:
+another local app's page is another origin) are accepted, no CORS header is ever sent,
+Host/Origin are checked by the app's guard, and a server reachable from other machines
+requires a bearer token compared in constant time (``ExecuteGate``). With ``auth`` on, that
+token is the caller's own (checked by ``http/auth.py``), calls run as the caller's identity,
+and with ``auth_filter_tools`` the list shows only what the caller may call.
 """
 
 from __future__ import annotations
@@ -17,25 +18,36 @@ import json
 import logging
 import re
 import secrets
+from collections.abc import Awaitable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls import CallOutcome
 from apcore_mcp.content import RenderedOutput
 from apcore_mcp.context import CallContext
+from apcore_mcp.http.exposure import local_connection
+from apcore_mcp.http.metrics import REASON_SCOPE_KEY
+from apcore_mcp.limits import principal_key
 from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
+from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 PAGE_NAME = "explorer.html"
-MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_ARGUMENT_DEPTH = 64
+"""Deepest nesting of lists and objects accepted in explorer call arguments."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 CONFIRM_HEADER = "x-apcore-confirm"
 """Set to the tool's name by the page once the person confirmed the call in its dialog."""
 _STATUS_BY_KIND = {
@@ -96,25 +108,50 @@ def tool_detail(record: ToolRecord) -> dict[str, Any]:
     }
 
 
-def execute_token(bridge: Bridge) -> str | None:
-    """The token browser calls must present, or ``None`` when none is needed.
+class ExecuteGate:
+    """Who may run tools from the explorer: the page's own origin, with a token when one is needed.
 
-    Needed when execution is on and the server is reachable from other machines; a random
-    one is made (and logged once) if none was configured. A configured token always applies.
+    A configured token always applies (unless authentication is on: then the caller's own
+    bearer token is checked by the auth middleware instead). Without one, a token is needed once the server is
+    reachable from other machines: bound (by whatever started it) to a non-loopback address,
+    or reached over a non-loopback interface. A random token is then made and logged once.
     """
-    settings = bridge.settings
-    if not (settings.explorer and settings.allow_execute):
-        return None
-    if settings.execute_token:
-        return settings.execute_token
-    if settings.is_loopback:
-        return None
-    token = secrets.token_urlsafe(32)
-    logger.warning("Explorer execution is on for a non-loopback address; token for this run: %s", token)
-    return token
+
+    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+        # With authentication on, the auth middleware already demands the caller's own token.
+        self.enabled = settings.explorer and settings.allow_execute and not authenticated
+        self.configured = settings.execute_token is not None
+        self.token = settings.execute_token or secrets.token_urlsafe(32)
+        self.exposed = False
+        self._announced = False
+        if self.enabled and not self.configured and not settings.is_loopback:
+            self.expose()
+
+    def expose(self) -> None:
+        """The server is reachable from other machines: from now on every call needs the token."""
+        self.exposed = True
+        self._announce()
+
+    def required(self, scope: Scope) -> bool:
+        if not self.enabled:
+            return False
+        if self.configured or self.exposed:
+            return True
+        if local_connection(scope):
+            return False
+        self._announce()
+        return True
+
+    def _announce(self) -> None:
+        if self.enabled and not self.configured and not self._announced:
+            self._announced = True
+            logger.warning("Explorer execution is reachable from other machines; token for this run: %s", self.token)
+
+    def admits(self, request: Request) -> bool:
+        return not self.required(request.scope) or _bearer_matches(request, self.token)
 
 
-def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
+def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
     settings = bridge.settings
     prefix = settings.explorer_prefix
     catalog = bridge.catalog
@@ -133,12 +170,12 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
     async def redirect(_request: Request) -> Response:
         return RedirectResponse(f"{prefix}/", status_code=308)
 
-    async def config(_request: Request) -> JSONResponse:
+    async def config(request: Request) -> JSONResponse:
         return JSONResponse(
             {
                 "server": {"name": settings.name, "version": settings.server_version()},
                 "allowExecute": settings.allow_execute,
-                "tokenRequired": token is not None,
+                "tokenRequired": gate.enabled and gate.required(request.scope),
                 "authRequired": settings.auth != "none",
             }
         )
@@ -163,7 +200,9 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
         name = request.path_params["name"]
         if not settings.allow_execute:
             return _error(403, "Tool execution is disabled")
-        if token is not None and not _bearer_matches(request, token):
+        if not same_origin(request):
+            return _error(403, "Tool calls are accepted from the explorer page's own origin only")
+        if not gate.admits(request):
             return _error(401, "A valid explorer token is required", {"WWW-Authenticate": "Bearer"})
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             return _error(415, "Content-Type must be application/json")
@@ -173,22 +212,11 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
         confirmed = request.headers.get(CONFIRM_HEADER) == name
         if needs_confirmation(record) and not confirmed:
             return confirmation_required(record)
-        body = await _read_body(request)
-        if body is None:
-            return _error(413, f"Request body exceeds {MAX_BODY_BYTES} bytes")
-        try:
-            arguments = json.loads(body or b"{}")
-        except ValueError:
-            return _error(400, "Request body is not valid JSON")
-        if not isinstance(arguments, dict):
-            return _error(400, "Request body must be a JSON object of tool arguments")
+        arguments = parse_arguments(await request.body())
+        if isinstance(arguments, str):
+            return _error(400, arguments)
         call = CallContext(identity=identity_of(request.scope), origin="explorer", confirmed=confirmed)
-        outcome = await bridge.router.call(name, arguments, call)
-        if outcome.error is not None:
-            return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
-        if outcome.rendered is None:
-            return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")
-        return Response(result_body(outcome.rendered), media_type="application/json")
+        return await _run(bridge, request, name, arguments, call)
 
     return [
         Route(prefix, redirect, methods=["GET"]),
@@ -198,6 +226,100 @@ def explorer_routes(bridge: Bridge, token: str | None) -> list[BaseRoute]:
         Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}/call", call_tool, methods=["POST"]),
     ]
+
+
+async def _run(bridge: Bridge, request: Request, name: str, arguments: dict[str, Any], call: CallContext) -> Response:
+    """Admit the call (rate limit, concurrency cap), run it, and cancel it if the client goes away."""
+    refusal = await bridge.limits.acquire(principal_key(request.scope)) if bridge.limits.active else None
+    if refusal is not None:
+        status = 429 if refusal.reason == "rate_limited" else 503
+        return _error(status, refusal.message, {"Retry-After": refusal.retry_after_header})
+    try:
+        outcome = await until_disconnect(request, bridge.router.call(name, arguments, call))
+    finally:
+        if bridge.limits.active:
+            bridge.limits.release()
+    if outcome is None:
+        return _error(499, "Call cancelled: the client disconnected")
+    if outcome.error is not None:
+        if outcome.error.kind == "refused":  # apcore's call-chain guards, not our rate limit
+            request.scope[REASON_SCOPE_KEY] = "call_refused"
+        return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
+    if outcome.rendered is None:
+        return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")
+    return Response(result_body(outcome.rendered), media_type="application/json")
+
+
+async def until_disconnect(request: Request, call: Awaitable[CallOutcome]) -> CallOutcome | None:
+    """``call``'s outcome, or ``None`` when the client disconnected first (the call is then cancelled)."""
+    outcome: CallOutcome | None = None
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(watch, tasks.cancel_scope)
+        outcome = await call
+        tasks.cancel_scope.cancel()
+    return outcome
+
+
+def same_origin(request: Request) -> bool:
+    """A browser request from this very page: its ``Origin`` is our scheme, host and port.
+
+    A request without ``Origin`` and ``Sec-Fetch-Site`` is not from a browser page (curl,
+    a script), which CSRF cannot forge; the token rule still applies to it.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    scheme = request.url.scheme
+    return _origin_key(origin) == _origin_key(f"{scheme}://{request.headers.get('host', '')}")
+
+
+def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(origin.strip().lower())
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return None
+    if not parts.hostname or parts.path not in ("", "/"):
+        return None
+    return parts.scheme, parts.hostname, port
+
+
+def parse_arguments(body: bytes) -> dict[str, Any] | str:
+    """The JSON object of tool arguments, or the reason it is not one (nested too deep included)."""
+    try:
+        arguments = json.loads(body or b"{}")
+    except (ValueError, RecursionError):
+        return "Request body is not valid JSON (or is nested too deeply)"
+    if not isinstance(arguments, dict):
+        return "Request body must be a JSON object of tool arguments"
+    if nesting_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return f"Arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+    return arguments
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deeply ``value``'s lists and objects nest (counting stops just past ``limit``)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def needs_confirmation(record: ToolRecord) -> bool:
@@ -231,19 +353,6 @@ def result_body(rendered: RenderedOutput) -> bytes:
     if media:
         body += b',"content":' + json.dumps(media, ensure_ascii=False).encode()
     return body + b"}"
-
-
-async def _read_body(request: Request) -> bytes | None:
-    """The request body, or ``None`` once it grows past ``MAX_BODY_BYTES`` (chunked too)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > MAX_BODY_BYTES:
-            return None
-    return bytes(body)
 
 
 def _bearer_matches(request: Request, token: str) -> bool:

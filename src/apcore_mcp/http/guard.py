@@ -87,7 +87,10 @@ class HostPolicy:
         origin = origin.rstrip("/").lower()
         if origin in self.origins:
             return True
-        parts = urlsplit(origin)
+        try:
+            parts = urlsplit(origin)
+        except ValueError:  # e.g. "http://[" (an unclosed IPv6 bracket)
+            return False
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
             return False
         if any(allowed.endswith(":*") and origin.startswith(allowed[:-1]) for allowed in self.origins):
@@ -111,7 +114,11 @@ class HostPolicy:
 
 
 class HostOriginGuard:
-    """Pure ASGI middleware: 421 for a Host not allowed, 403 for an Origin not allowed."""
+    """Pure ASGI middleware: 421 for a Host not allowed, 403 for an Origin not allowed.
+
+    An accepted request goes on with its ``Host`` and ``Origin`` lower-cased: names are
+    case-insensitive, and the SDK's own (second) check on ``/mcp`` compares them exactly.
+    """
 
     def __init__(self, app: ASGIApp, policy: HostPolicy, on_reject: Callable[[str], None] | None = None) -> None:
         self.app = app
@@ -123,11 +130,14 @@ class HostOriginGuard:
             await self.app(scope, receive, send)
             return
         host = origin = None
+        mixed_case = False
         for key, value in scope["headers"]:
             if key == b"host":
                 host = value.decode("latin-1")
+                mixed_case |= value != value.lower()
             elif key == b"origin":
                 origin = value.decode("latin-1")
+                mixed_case |= value != value.lower()
         if not self.policy.host_allowed(host):
             logger.warning("Rejected request with Host %r", host)
             await self._reject(send, scope, "host", 421, "Invalid Host header")
@@ -136,6 +146,11 @@ class HostOriginGuard:
             logger.warning("Rejected request with Origin %r", origin)
             await self._reject(send, scope, "origin", 403, "Invalid Origin header")
             return
+        if mixed_case:
+            # In place, not a copy: the metrics middleware outside reads the matched route from this scope.
+            scope["headers"] = [
+                (key, value.lower() if key in (b"host", b"origin") else value) for key, value in scope["headers"]
+            ]
         await self.app(scope, receive, send)
 
     async def _reject(self, send: Send, scope: Scope, reason: str, status: int, message: str) -> None:

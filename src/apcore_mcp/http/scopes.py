@@ -23,13 +23,15 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.mcp_front import McpFront
+from apcore_mcp.http.sessions import SessionManager
+from apcore_mcp.limits import CallLimits
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import ScopeSpec, UpstreamConfig
 from apcore_mcp.upstream.scopes import ScopeSelection
@@ -44,7 +46,8 @@ class ScopeEndpoint:
     name: str
     selection: ScopeSelection
     bridge: Bridge
-    manager: StreamableHTTPSessionManager
+    manager: SessionManager
+    front: ASGIApp
     stop: anyio.Event = field(default_factory=anyio.Event)
     stopped: anyio.Event = field(default_factory=anyio.Event)
 
@@ -52,10 +55,17 @@ class ScopeEndpoint:
 class ScopeEndpoints:
     """The per-scope endpoints of one app (see the module doc)."""
 
-    def __init__(self, executor: Any, settings: Settings, security: TransportSecuritySettings | None = None) -> None:
+    def __init__(
+        self,
+        executor: Any,
+        settings: Settings,
+        security: TransportSecuritySettings | None = None,
+        limits: CallLimits | None = None,
+    ) -> None:
         self._executor = executor
         self._settings = settings
         self._security = security
+        self._limits = limits
         self._endpoints: dict[str, ScopeEndpoint] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -76,7 +86,7 @@ class ScopeEndpoints:
         if endpoint is None or endpoint.stop.is_set():
             await PlainTextResponse("Unknown scope", status_code=404)(scope, receive, send)
             return
-        await endpoint.manager.handle_request(scope, receive, send)
+        await endpoint.front(scope, receive, send)
 
     @asynccontextmanager
     async def run(self, config: UpstreamConfig, *, skip: str | None = None) -> AsyncIterator[ScopeEndpoints]:
@@ -123,14 +133,19 @@ class ScopeEndpoints:
         settings = self._settings.replace(
             tool_mode=self._mode(scope), dynamic=True, tags=None, prefix=None, mcp_config=None
         )
-        bridge = Bridge.build(self._executor, settings, include=selection)
-        manager = StreamableHTTPSessionManager(
-            app=bridge.server,
+        bridge = Bridge.build(self._executor, settings, include=selection, limits=self._limits)
+        # The same limits and fixes as /mcp (see http/app.py); no event store, so nothing to resume.
+        manager = SessionManager(
+            bridge.server,
+            max_per_caller=settings.max_sessions_per_caller,
             stateless=settings.stateless,
             json_response=settings.json_response,
             security_settings=self._security,
+            session_idle_timeout=settings.session_idle_timeout,
+            max_sessions=settings.max_sessions,
+            max_request_body_size=settings.max_body_bytes,
         )
-        endpoint = ScopeEndpoint(scope.name, selection, bridge, manager)
+        endpoint = ScopeEndpoint(scope.name, selection, bridge, manager, McpFront(manager.handle_request))
         await self._task_group.start(self._serve, endpoint)
         logger.info("Scope %r served at %s", scope.name, SCOPE_PATH.format(name=scope.name))
         return endpoint

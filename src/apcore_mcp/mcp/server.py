@@ -25,7 +25,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.access import ToolAccess
+from apcore_mcp.mcp.admission import CallAdmission
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels, connection_of
@@ -72,6 +74,7 @@ class ServerParts:
     server: ApcoreServer
     subscriptions: Subscriptions
     log_levels: LogLevels = field(default_factory=LogLevels)
+    admission: CallAdmission = field(default_factory=lambda: CallAdmission(CallLimits()))
 
 
 def cache_hints(live: bool) -> dict[Any, CacheHint]:
@@ -104,6 +107,7 @@ def build_server(
     *,
     prompts: Mapping[str, Prompt] | None = None,
     access: ToolAccess | None = None,
+    limits: CallLimits | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
@@ -151,8 +155,10 @@ def build_server(
         on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
         **handlers,
     )
+    admission = CallAdmission(limits if limits is not None else CallLimits())
     server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
+    server.middleware.append(admission)
     server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    return ServerParts(server, subscriptions, log_levels)
+    return ServerParts(server, subscriptions, log_levels, admission)

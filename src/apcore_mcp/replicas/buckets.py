@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import OrderedDict
-from typing import Protocol
 
 from redis.exceptions import RedisError
 
+from apcore_mcp.limits import BucketStore, MemoryBuckets
 from apcore_mcp.replicas.link import RedisLink
 
 USER = "rate limits"
@@ -52,35 +51,6 @@ return tostring(wait)
 """Returns the wait as a string: Redis turns a Lua number reply into an integer."""
 
 
-class BucketStore(Protocol):
-    """Token buckets by key (the shape of the rate limiter's storage seam)."""
-
-    async def take(self, key: str, rate: float, burst: int, now: float) -> float:
-        """Take one token from ``key``'s bucket; 0.0 when taken, else seconds until one is there."""
-        ...  # pragma: no cover - a Protocol
-
-
-class LocalBuckets:
-    """Buckets in this process (the fallback), the least recently used dropped past ``max_keys``."""
-
-    def __init__(self, max_keys: int = 100_000) -> None:
-        self.max_keys = max_keys
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-
-    async def take(self, key: str, rate: float, burst: int, now: float) -> float:
-        tokens, updated = self._buckets.pop(key, (float(burst), now))
-        tokens = min(float(burst), tokens + max(0.0, now - updated) * rate)
-        wait = 0.0
-        if tokens >= 1.0:
-            tokens -= 1.0
-        else:
-            wait = (1.0 - tokens) / rate
-        self._buckets[key] = (tokens, now)
-        if len(self._buckets) > self.max_keys:
-            self._buckets.popitem(last=False)
-        return wait
-
-
 def bucket_key(link: RedisLink, key: str) -> str:
     """The Redis key of a caller's bucket: hashed, so no identity appears in Redis and length is bounded."""
     return link.key("bucket:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32])
@@ -91,7 +61,7 @@ class RedisBuckets:
 
     def __init__(self, link: RedisLink, fallback: BucketStore | None = None) -> None:
         self.link = link
-        self.fallback: BucketStore = fallback if fallback is not None else LocalBuckets()
+        self.fallback: BucketStore = fallback if fallback is not None else MemoryBuckets()
         self._take = link.client.register_script(TAKE_SCRIPT)
 
     async def take(self, key: str, rate: float, burst: int, now: float) -> float:

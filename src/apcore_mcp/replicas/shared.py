@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import anyio
 
 from apcore_mcp.bridge import Bridge, change_of
+from apcore_mcp.limits import BucketStore
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
-from apcore_mcp.replicas.buckets import BucketStore, RedisBuckets
+from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 
 logger = logging.getLogger(__name__)

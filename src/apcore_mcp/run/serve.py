@@ -10,7 +10,7 @@ import anyio
 
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
-from apcore_mcp.run.serving import bind_socket, make_http_server, run_stdio
+from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
 from apcore_mcp.settings import Settings, configure_logging, normalize_transport
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
         finally:
             bridge.close()
         return
+    logger.debug("Open files limit: %d", raise_open_files_limit())
     sock = bind_socket(settings.host, settings.port)
     try:
         bridge = Bridge.build(registry_or_executor, settings)

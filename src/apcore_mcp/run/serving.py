@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
+import resource
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import Callable, Generator
 from types import FrameType
 from typing import Any, cast
 
@@ -23,7 +23,10 @@ from starlette.applications import Starlette
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.http.app import mark_stopping
+from apcore_mcp.http.exposure import LISTEN_STATE
+from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.shutdown import drain
+from apcore_mcp.run.stdin import stdin_lines
 from apcore_mcp.run.upstreams import serving_upstreams
 
 logger = logging.getLogger(__name__)
@@ -73,6 +76,15 @@ class HttpServer(uvicorn.Server):
         self.router = router
         self.drain_seconds = drain_seconds
         self.on_stopping = on_stopping
+        self._sockets: list[socket.socket] = []
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._sockets = list(sockets or [])
+        await super().serve(sockets)
+
+    def listen_hosts(self) -> list[str]:
+        """The addresses this server's sockets are bound to (its ``host`` before it has any)."""
+        return [str(sock.getsockname()[0]) for sock in self._sockets] or [str(self.config.host)]
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Our own, not uvicorn's: sse-starlette patches uvicorn's handler to end every SSE
@@ -113,6 +125,7 @@ class HttpServer(uvicorn.Server):
 
 
 def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
+    """uvicorn for ``app``, with request headers timed (``TimedH11Protocol``) and graceful shutdown."""
     settings = bridge.settings
     config = uvicorn.Config(
         app,
@@ -121,9 +134,28 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         access_log=False,
         timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
         ws="none",
+        http=TimedH11Protocol,
     )
     stopping = functools.partial(mark_stopping, app) if isinstance(app, Starlette) else None
-    return HttpServer(config, bridge.router, settings.shutdown_timeout, stopping)
+    server = HttpServer(config, bridge.router, settings.shutdown_timeout, stopping)
+    state = getattr(app, "state", None)
+    if state is not None:
+        setattr(state, LISTEN_STATE, server.listen_hosts)  # the app learns where it really listens
+    return server
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit; return the soft limit now.
+
+    Each client connection holds a file descriptor; the usual soft limit of 1,024 lets ~1,000
+    idle or slow clients stop the server from accepting anyone (``/health`` included).
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            return hard
+    return soft
 
 
 async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Callable[[], None] | None = None) -> None:
@@ -140,6 +172,8 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Ca
         if on_ready is not None:
             on_ready()
         async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
+            if stdin is not None:
+                stdin.attach(write_stream)  # answers to malformed lines go out in order with the rest
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tasks.cancel_scope.cancel()
 
@@ -155,57 +189,3 @@ async def _stop_on_signal(
                 await bridge.router.wait_idle()
             scope.cancel()
             return
-
-
-class _Lines:
-    """``async for line in ...`` over an asyncio reader: cancellable, unlike a thread read."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    def __aiter__(self) -> _Lines:
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-STDIN_LINE_LIMIT = 64 * 1024 * 1024
-
-
-@contextlib.asynccontextmanager
-async def stdin_lines() -> AsyncIterator[_Lines | None]:
-    """Read stdin through the event loop so a stop signal can end the server at once.
-
-    The SDK reads stdin on a worker thread, which no cancellation can interrupt: a server
-    told to stop would wait for the client's next line. While serving, fd 0 points at the
-    null device so module code cannot consume protocol bytes. Yields ``None`` (the SDK's own
-    reader is then used) when stdin is a regular file, which the loop cannot watch.
-    """
-    loop = asyncio.get_running_loop()
-    private = os.dup(0)
-    reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
-    try:
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(private, "rb", buffering=0)
-        )
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError):
-            os.close(private)
-        yield None
-        return
-    saved = os.dup(0)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    try:
-        yield _Lines(reader)
-    finally:
-        transport.close()
-        os.dup2(saved, 0)
-        os.close(saved)
-        with contextlib.suppress(OSError):
-            os.set_blocking(0, True)

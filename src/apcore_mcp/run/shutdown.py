@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2
 SETTLE_SECONDS = 0.1
+"""A request read just before the stop reaches the router within a moment: wait that long first."""
+CANCEL_GRACE_SECONDS = 0.5
+"""How long cancelled calls get to send their answers before the streams end."""
 
 
 def take_over_stream_draining() -> None:
@@ -59,7 +62,11 @@ async def drain_when_stopping(
 
 
 async def drain(router: CallRouter, limit_seconds: float) -> None:
-    """Wait (at most ``limit_seconds``) for calls in flight, then end every event stream."""
+    """Wait (at most ``limit_seconds``) for calls in flight, cancel the rest, then end every event stream.
+
+    A call still running past the limit is cancelled here and answers a ``cancelled`` error,
+    rather than being cut off by uvicorn's forced cancellation (a broken stream and an ERROR).
+    """
     # A request read just before the stop reaches the router within a moment (uvicorn waits
     # as long after closing connections): count it in, or its stream would end unanswered.
     await anyio.sleep(SETTLE_SECONDS)
@@ -67,4 +74,8 @@ async def drain(router: CallRouter, limit_seconds: float) -> None:
         logger.info("Waiting up to %.1fs for %d call(s) in flight", limit_seconds, router.in_flight)
         with anyio.move_on_after(limit_seconds):
             await router.wait_idle()
+    if router.in_flight and (cancelled := router.cancel_all()):
+        logger.warning("Cancelled %d call(s) still running after %.1fs", cancelled, limit_seconds)
+        with anyio.move_on_after(CANCEL_GRACE_SECONDS):
+            await router.wait_idle(poll_seconds=0.01)
     end_streams()

@@ -1,0 +1,89 @@
+"""uvicorn's h11 protocol with a deadline on request headers, against slowloris clients.
+
+uvicorn limits the idle time between requests (``timeout_keep_alive``) but not the time a
+client takes to finish sending headers: a client trickling one header byte every few seconds
+holds its socket (and a file descriptor) forever. This protocol closes a connection whose
+request headers are not complete ``header_timeout`` seconds after the connection opened or
+the previous response ended. Request bodies are timed by ``http.body.BodyGuard``.
+
+Our own server uses it; with the uvicorn command line pass
+``--http apcore_mcp.run.protocol:TimedH11Protocol``. The deadline comes from the app's
+``header_timeout`` setting, which the app's lifespan puts in the state uvicorn shares with
+its protocols (``DEFAULT_HEADER_TIMEOUT`` before the app has started).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+HEADER_TIMEOUT_STATE = "apcore_mcp.header_timeout"
+"""Lifespan-state key: the seconds a client gets to send its request headers."""
+REJECT_STATE = "apcore_mcp.reject"
+"""Lifespan-state key: ``reject(reason)``, counting a refused request in the app's metrics."""
+_TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+class TimedH11Protocol(H11Protocol):
+    """``H11Protocol`` that closes connections whose request headers arrive too slowly."""
+
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        before = self.cycle
+        super().data_received(data)
+        if self.cycle is not before:  # a request's headers were parsed
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        before = self.cycle
+        super().on_response_complete()
+        if self.cycle is before and not self.transport.is_closing():
+            self._arm()  # waiting for the next request on this kept-alive connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        seconds = self._state(HEADER_TIMEOUT_STATE)
+        delay = seconds if isinstance(seconds, int | float) and seconds > 0 else DEFAULT_HEADER_TIMEOUT
+        self._header_timer = self.loop.call_later(delay, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        logger.info("Closing a connection from %s: request headers not received in time", _address(self.client))
+        reject: Callable[[str], None] | Any = self._state(REJECT_STATE)
+        if callable(reject):
+            reject("header_timeout")
+        if self.conn.our_state is h11.IDLE:
+            self.transport.write(_TIMEOUT_RESPONSE)
+        self.transport.close()
+
+    def _state(self, key: str) -> Any:
+        state = self.app_state if isinstance(self.app_state, dict) else {}
+        return state.get(key)
+
+
+def _address(client: tuple[str, int] | None) -> str:
+    return client[0] if client else "an unknown client"

@@ -1,0 +1,34 @@
+"""Serve the hostile registry: ``python tests/hostile/server.py TRANSPORT [--port N] [--marker-dir D] [setting=value ...]``.
+
+Settings are ``name=value`` pairs (numbers parsed as such).
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from apcore_mcp import serve
+from hostile.modules import hostile_registry
+
+
+def _value(text: str) -> object:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text, text)
+
+
+if __name__ == "__main__":
+    transport, *rest = sys.argv[1:]
+    marker_dir = None
+    options: dict[str, object] = {"log_level": "INFO"}
+    for item in rest:
+        name, _, value = item.partition("=")
+        if name == "marker_dir":
+            marker_dir = value
+        else:
+            options[name] = _value(value)
+    serve(hostile_registry(marker_dir), transport=transport, **options)

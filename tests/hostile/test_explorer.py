@@ -1,0 +1,89 @@
+"""The explorer's call route: its own origin only (CVE-2025-49596), a token whenever the bind is not loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import uvicorn
+
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.serving import bind_socket
+from apcore_mcp.settings import Settings
+from hostile.kit import serving
+from hostile.modules import hostile_registry
+
+CALL = "/explorer/tools/hostile.echo/call"
+
+
+async def test_only_the_pages_own_origin_may_call_tools_on_loopback_without_a_token() -> None:
+    async with serving(explorer=True, allow_execute=True) as (url, _), httpx.AsyncClient() as http:
+        port = int(url.rsplit(":", 1)[1])
+
+        async def call(**headers: str) -> int:
+            return (await http.post(f"{url}{CALL}", json={}, headers=headers)).status_code
+
+        assert await call(Origin="http://localhost:3000") == 403  # another local app's page: was 200
+        assert await call(Origin=f"http://127.0.0.1:{port + 1}") == 403
+        assert await call(Origin=f"https://127.0.0.1:{port}") == 403
+        assert await call(Origin=f"http://127.0.0.1:{port}", **{"Sec-Fetch-Site": "same-site"}) == 403
+        assert await call(Origin=f"http://127.0.0.1:{port}", **{"Sec-Fetch-Site": "same-origin"}) == 200
+        assert await call(Origin=f"http://LOCALHOST:{port}", Host=f"localhost:{port}") == 200
+        assert await call() == 200  # not a browser (curl, a script): no Origin to check; no token on loopback
+        assert (await http.get(f"{url}/explorer/config")).json()["tokenRequired"] is False
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_told(host: str, settings: Settings) -> AsyncIterator[str]:
+    """``uvicorn app:create_app --factory --host HOST`` as uvicorn runs it (its Server, its signal
+    handlers, the app's settings knowing nothing of HOST), listening on a loopback socket only."""
+    server = uvicorn.Server(uvicorn.Config(create_app(hostile_registry(), settings), host=host, log_config=None))
+    sock = bind_socket("127.0.0.1", 0)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), task.exception()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()
+
+
+async def test_a_server_told_to_bind_every_interface_demands_a_token(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="apcore_mcp")
+    settings = Settings(explorer=True, allow_execute=True)  # no host setting: 127.0.0.1 as far as it knows
+    assert settings.host == "127.0.0.1"
+    async with uvicorn_told("0.0.0.0", settings) as url, httpx.AsyncClient() as http:
+        refused = await http.post(f"{url}{CALL}", json={})
+        assert refused.status_code == 401  # ran files.purge with no token before
+        assert (await http.get(f"{url}/explorer/config")).json()["tokenRequired"] is True
+        token = next(m for m in caplog.messages if "token for this run" in m).rsplit(" ", 1)[1]
+        allowed = await http.post(f"{url}{CALL}", json={}, headers={"Authorization": f"Bearer {token}"})
+        assert allowed.status_code == 200
+    warning = next(m for m in caplog.messages if m.startswith("Listening on 0.0.0.0"))
+    for exposed in ("/mcp and /sse run", "no authentication", "the explorer at /explorer/ runs tools", "/metrics"):
+        assert exposed in warning
+
+
+async def test_a_loopback_bind_logs_no_exposure_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="apcore_mcp")
+    async with (
+        uvicorn_told("127.0.0.1", Settings(explorer=True, allow_execute=True)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        assert (await http.post(f"{url}{CALL}", json={})).status_code == 200
+    assert not [m for m in caplog.messages if "reachable from other machines" in m]
+
+
+async def test_a_configured_token_always_applies() -> None:
+    settings = {"explorer": True, "allow_execute": True, "execute_token": "t" * 20}
+    async with serving(**settings) as (url, _), httpx.AsyncClient() as http:
+        assert (await http.post(f"{url}{CALL}", json={})).status_code == 401
+        headers = {"Authorization": "Bearer " + "t" * 20}
+        assert (await http.post(f"{url}{CALL}", json={}, headers=headers)).status_code == 200
