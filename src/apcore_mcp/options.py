@@ -1,0 +1,109 @@
+"""How a setting is declared (``option``), its error type, and the vocabularies the settings use.
+
+Kept apart from ``settings.py`` so the checks (``settings_checks.py``) and the settings class
+share them without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
+LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
+APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
+AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
+TOOL_MODES: tuple[str, ...] = ("list", "search")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
+MAX_NAME_LENGTH = 255
+ENV_PREFIX = "APCORE_MCP_"
+
+Kind = Literal["str", "int", "float", "bool", "list", "choice"]
+
+
+class SettingError(ValueError):
+    """A setting has a bad value; ``field`` names it so each entry point can name its own spelling."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one setting is spelled on the command line and in the environment, and what it means."""
+
+    name: str
+    help: str
+    group: str
+    kind: Kind
+    flag: str | None
+    env: str | None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    secret: bool = False
+    default_text: str | None = None
+    """How the default is shown in the docs when ``repr`` of the value would mislead."""
+
+    @property
+    def env_var(self) -> str | None:
+        return None if self.env is None else ENV_PREFIX + self.env
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    group: str,
+    kind: Kind = "str",
+    flag: str | None = "",
+    env: str | None = "",
+    choices: Sequence[str] = (),
+    metavar: str | None = None,
+    secret: bool = False,
+    default_text: str | None = None,
+) -> Any:
+    """A dataclass field carrying its ``Option``; ``flag``/``env`` default to names derived from the field.
+
+    ``flag=None`` or ``env=None`` keeps a setting off the command line or out of the environment.
+    """
+    meta = {
+        "spec": {
+            "help": help,
+            "group": group,
+            "kind": kind,
+            "flag": flag,
+            "env": env,
+            "choices": tuple(choices),
+            "metavar": metavar,
+            "secret": secret,
+            "default_text": default_text,
+        }
+    }
+    return field(default=default, metadata=meta)
+
+
+def normalize_transport(transport: str) -> str:
+    """Lower-case ``transport`` and check it is one we serve."""
+    value = transport.lower() if isinstance(transport, str) else transport
+    if value not in TRANSPORTS:
+        raise ValueError(f"Unknown transport: {transport!r}. Must be one of: {', '.join(TRANSPORTS)}")
+    return str(value)
+
+
+def normalize_log_level(level: str) -> str:
+    value = level.upper() if isinstance(level, str) else level
+    if value not in LOG_LEVELS:
+        raise ValueError(f"Unknown log level: {level!r}. Must be one of: {', '.join(LOG_LEVELS)}")
+    return str(value)
+
+
+def _as_tuple(values: Sequence[str] | str | None, what: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise SettingError(what, f"{what} must be a list of strings, not a single string")
+    return tuple(values)
