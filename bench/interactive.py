@@ -135,7 +135,7 @@ def interactive(cfg: Config) -> list[dict[str, Any]]:
             rows.append(
                 row(
                     "11 interactive",
-                    f"cost of one progress notification, {where}, {era} "
+                    f"cost of one progress notification beyond the same call without it, {where}, {era} "
                     f"(({NOTIFICATIONS} notifications - none) / {NOTIFICATIONS}, median of {calls} interleaved calls)",
                     "ms",
                     per_notification,

@@ -37,6 +37,7 @@ async def test_sigterm_ends_streams_cleanly_and_answers_every_call(tmp_path: Pat
         try:
             async with sse_client(f"{url}/sse") as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
+                await session.list_tools()  # as above: no request of its own after the stop signal
                 result = await session.call_tool("hostile.sleep", {"seconds": seconds})
                 answers.append(f"sse {seconds}: " + result.content[0].text)
         except Exception as exc:
