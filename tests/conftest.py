@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -70,13 +69,6 @@ class Inbox:
                     await self.arrived.wait()
         except TimeoutError:
             pytest.fail(f"{method} did not arrive within {timeout}s")
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for servers started as processes)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:

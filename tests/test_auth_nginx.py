@@ -25,9 +25,10 @@ from mcp.shared.auth_utils import check_resource_allowed
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
+from apcore_mcp.testing import free_port
 
 from auth_support import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor
-from conftest import free_port, running_http, stop_process
+from conftest import running_http, stop_process
 
 pytestmark = pytest.mark.nginx
 

@@ -6,15 +6,13 @@ The example registry exposes every fixture the suites call, built from the produ
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.conformance_suite import ALPHA, STABLE, Report, run
 
-from conftest import free_port, stop_process, wait_ok
+from apcore_mcp.testing import apcore_server, start_server
 
 pytestmark = pytest.mark.conformance
 
@@ -24,24 +22,16 @@ EXAMPLE = REPO / "examples" / "conformance"
 
 @pytest.fixture(scope="module")
 def conformance_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    stderr = tmp_path_factory.mktemp("conformance-server") / "stderr.log"
-    cmd = [
-        sys.executable, "-m", "apcore_mcp",
-        "--extensions-dir", str(EXAMPLE / "extensions"),
-        "--prompts-dir", str(EXAMPLE / "prompts"),
-        "--dynamic",
-        "--transport", "streamable-http",
-        "--port", str(port),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
-    with open(stderr, "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    """The CLI serving the conformance example (our own harness starts, waits for and stops it)."""
+    command = apcore_server(
+        EXAMPLE / "extensions", "--prompts-dir", str(EXAMPLE / "prompts"), "--dynamic", "--log-level", "WARNING"
+    )
+    server = start_server(command, "streamable-http", tmp_path_factory.mktemp("conformance-server"))
     try:
-        wait_ok(f"http://127.0.0.1:{port}/health", proc, details=lambda: stderr.read_text(errors="replace"))
-        yield f"http://127.0.0.1:{port}/mcp"
+        assert server.url is not None
+        yield server.url
     finally:
-        stop_process(proc)
+        server.stop()
 
 
 def assert_all_pass(report: Report, expected: int) -> None:

@@ -32,7 +32,9 @@ import yaml
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from conftest import Inbox, free_port, wait_ok
+from apcore_mcp.testing import free_port
+
+from conftest import Inbox, wait_ok
 from deploy_support import (
     DOCKERFILE,
     clean_env,

@@ -23,8 +23,9 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from apcore_mcp import MCPServer, serve
+from apcore_mcp.testing import free_port
 
-from conftest import free_port, wait_ok
+from conftest import wait_ok
 from support import EXPECTED_TOOLS, make_executor
 
 NAP_MODULE = """

@@ -21,8 +21,9 @@ from apcore_mcp.replicas.broadcast import decode_change, encode_change
 from apcore_mcp.run.serving import make_http_server
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams
 from apcore_mcp.settings import SettingError, Settings
+from apcore_mcp.testing import free_port
 
-from conftest import free_port, running_http
+from conftest import running_http
 from support import make_executor
 
 DEAD_REDIS = f"redis://127.0.0.1:{free_port()}/0"

@@ -15,12 +15,13 @@ from typing import Any
 
 import anyio
 
+from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.results import mcp_result_of
 from apcore_mcp.upstream.scopes import UpstreamRuntime
 
-from conftest import free_port, stop_process, wait_ok
+from conftest import stop_process, wait_ok
 
 UPSTREAM = Path(__file__).resolve().parent / "upstreams" / "simple_server.py"
 MARKER = "simple_server.py"

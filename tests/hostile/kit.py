@@ -20,9 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
+from apcore_mcp.testing import free_port
 from hostile.modules import hostile_registry
 
-from conftest import free_port, running_http, stop_process, wait_ok
+from conftest import running_http, stop_process, wait_ok
 
 HERE = Path(__file__).resolve().parent
 HANDSHAKE = "2025-11-25"
