@@ -29,6 +29,8 @@ HEADER_TIMEOUT_STATE = "apcore_mcp.header_timeout"
 """Lifespan-state key: the seconds a client gets to send its request headers."""
 REJECT_STATE = "apcore_mcp.reject"
 """Lifespan-state key: ``reject(reason)``, counting a refused request in the app's metrics."""
+FIRST_REQUEST_GRACE_SECONDS = 0.5
+"""At shutdown, how long a connection that has not yet brought a request gets to bring it."""
 _TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
@@ -36,6 +38,8 @@ class TimedH11Protocol(H11Protocol):
     """``H11Protocol`` that closes connections whose request headers arrive too slowly."""
 
     _header_timer: asyncio.TimerHandle | None = None
+    _had_request = False
+    _close_after_request = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -46,6 +50,9 @@ class TimedH11Protocol(H11Protocol):
         super().data_received(data)
         if self.cycle is not before:  # a request's headers were parsed
             self._disarm()
+            self._had_request = True
+            if self._close_after_request and self.cycle is not None:
+                self.cycle.keep_alive = False
 
     def on_response_complete(self) -> None:
         before = self.cycle
@@ -53,14 +60,31 @@ class TimedH11Protocol(H11Protocol):
         if self.cycle is before and not self.transport.is_closing():
             self._arm()  # waiting for the next request on this kept-alive connection
 
+    def shutdown(self) -> None:
+        """Graceful shutdown; a connection that has not brought its first request yet gets to.
+
+        Such a connection was accepted moments ago, and a proxy has most likely written a request
+        into it already: closing it unanswered fails that request, which the proxy will not resend
+        elsewhere if it is a POST (``tools/call``). It is answered, with ``Connection: close``,
+        if its request begins within ``FIRST_REQUEST_GRACE_SECONDS``; otherwise closed then.
+        Idle kept-alive connections close at once, as in uvicorn.
+        """
+        if self.cycle is None and not self._had_request and not self.transport.is_closing():
+            self._close_after_request = True
+            self._arm(FIRST_REQUEST_GRACE_SECONDS)
+            return
+        super().shutdown()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
+    def _arm(self, limit: float | None = None) -> None:
         self._disarm()
         seconds = self._state(HEADER_TIMEOUT_STATE)
         delay = seconds if isinstance(seconds, int | float) and seconds > 0 else DEFAULT_HEADER_TIMEOUT
+        if limit is not None:
+            delay = min(delay, limit)
         self._header_timer = self.loop.call_later(delay, self._headers_too_slow)
 
     def _disarm(self) -> None:

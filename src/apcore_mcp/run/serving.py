@@ -112,12 +112,47 @@ class HttpServer(uvicorn.Server):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # Stop taking work before draining, in uvicorn's own order: no new connections, idle
-        # keep-alive ones closed now, busy ones after their response. A proxy holding pooled
-        # connections then sends new requests to another replica instead of into the drain.
+    async def stop_accepting(self) -> None:
+        """Close the listening sockets, first taking the connections the kernel has queued on them.
+
+        The kernel completes connections before the server accepts them; closing a listening
+        socket resets those still queued, and a proxy has usually written a request into each
+        (one it will not resend elsewhere if it is a POST). Taking them off the queue first (the
+        socket kept open by a duplicate meanwhile) leaves only a connection arriving within the
+        few system calls between the last accept and the close to be refused, and a refused
+        connection is one a proxy retries on another replica.
+        """
+        loop = asyncio.get_running_loop()
+        listeners = [sock.dup() for server in self.servers for sock in server.sockets]
         for server in self.servers:
             server.close()
+        queued: list[socket.socket] = []
+        for listener in listeners:
+            with listener:
+                listener.setblocking(False)
+                with contextlib.suppress(OSError):  # BlockingIOError: the queue is empty
+                    while True:
+                        queued.append(listener.accept()[0])
+        protocol_class = cast(Callable[..., asyncio.Protocol], self.config.http_protocol_class)  # as uvicorn's
+        protocol = functools.partial(
+            protocol_class,
+            config=self.config,
+            server_state=self.server_state,
+            app_state=self.lifespan.state,
+        )
+        for connection in queued:
+            connection.setblocking(False)
+            try:
+                await loop.connect_accepted_socket(protocol, connection, ssl=self.config.ssl)
+            except OSError:  # the client has gone already
+                connection.close()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Stop taking work before draining, in uvicorn's own order: no new connections, idle
+        # keep-alive ones closed now, busy ones after their response (connections that have not
+        # brought their first request yet get to: ``TimedH11Protocol.shutdown``). A proxy holding
+        # pooled connections then sends new requests to another replica instead of into the drain.
+        await self.stop_accepting()
         for connection in list(self.server_state.connections):
             connection.shutdown()
         await drain(self.router, self.drain_seconds)

@@ -1,0 +1,118 @@
+"""At the stop, connections the server has not served yet are answered, not reset.
+
+A proxy in front of replicas (nginx, round-robin) opens a connection and writes the request at
+once. When the replica stops, two kinds of connection would otherwise fail a request the proxy
+will not resend elsewhere (a POST): those the kernel had completed but the server had not yet
+accepted (closing the listening socket resets them), and those accepted but whose request had
+not been read yet (uvicorn closes a connection without a request as idle). Both are served,
+then closed; a connection made after the stop is refused, which a proxy retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+
+from apcore_mcp import Settings
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server
+from hostile.modules import hostile_registry
+
+QUEUED = 20
+
+
+@contextlib.asynccontextmanager
+async def server_in_loop() -> AsyncIterator[tuple[HttpServer, int]]:
+    bridge = Bridge.build(hostile_registry(), Settings())
+    sock = bind_socket("127.0.0.1", 0)
+    server = make_http_server(create_app(bridge=bridge), bridge)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        yield server, sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(10):
+            await task
+        sock.close()
+        bridge.close()
+
+
+def request(port: int) -> bytes:
+    return f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (b"" or a partial reply if it resets)."""
+    sock.settimeout(10)
+    chunks = []
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_comes_after() -> None:
+    async with server_in_loop() as (server, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        async with asyncio.timeout(5):
+            while not server.server_state.connections:
+                await asyncio.sleep(0.01)
+        server.should_exit = True
+        async with asyncio.timeout(5):
+            while not await asyncio.to_thread(refused, port):  # the stop has begun
+                await asyncio.sleep(0.01)
+        writer.write(request(port))
+        async with asyncio.timeout(10):
+            reply = await reader.read()  # to the end: the server closes the connection after it
+        writer.close()
+    head = reply.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 200"), reply
+    assert b'"status":"ok"' in reply.replace(b" ", b"")
+
+
+async def test_connections_queued_in_the_kernel_at_the_stop_are_served_not_reset() -> None:
+    clients: list[socket.socket] = []
+    stopping: list[asyncio.Task[None]] = []
+
+    async with server_in_loop() as (server, port):
+
+        def queue_then_stop() -> None:
+            # The event loop is busy here (as under load), so the kernel completes these
+            # connections and keeps the requests, unaccepted; the stop then begins before the
+            # loop polls the listening socket again.
+            for _ in range(QUEUED):
+                client = socket.create_connection(("127.0.0.1", port), timeout=5)
+                client.sendall(request(port))
+                clients.append(client)
+            time.sleep(0.05)
+            stopping.append(asyncio.ensure_future(server.stop_accepting()))
+
+        accepted_before = len(server.server_state.connections)
+        asyncio.get_running_loop().call_soon(queue_then_stop)
+        async with asyncio.timeout(10):
+            while not stopping:
+                await asyncio.sleep(0.01)
+            await stopping[0]
+        assert accepted_before == 0
+        assert await asyncio.to_thread(refused, port)
+        server.should_exit = True
+        replies = await asyncio.gather(*(asyncio.to_thread(read_all, client) for client in clients))
+    for client in clients:
+        client.close()
+    statuses = [reply.split(b"\r\n", 1)[0] for reply in replies]
+    assert statuses == [b"HTTP/1.1 200 OK"] * QUEUED
