@@ -1,7 +1,7 @@
 """One load-generator process: several MCP clients calling ``bench.echo`` for a fixed time.
 
-    python -m bench.load --url http://127.0.0.1:P --transport http|sse --clients 10 \
-        --start-at EPOCH --duration 5 --proc 0
+    python -m bench.load --url http://127.0.0.1:P --transport http|sse [--era legacy|modern] \
+        --clients 10 --start-at EPOCH --duration 5 --proc 0
 
 Each client connects (before ``--start-at``), then sends sequential calls with unique
 payloads until ``start-at + duration`` and checks every reply against its request. Prints
@@ -26,6 +26,7 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 TOOL = "bench.echo"
+MODERN_VERSION = "2026-07-28"
 
 
 def _cpu() -> float:
@@ -67,9 +68,9 @@ def _reply_text(result: Any) -> tuple[bool, str | None]:
 
 
 @contextlib.asynccontextmanager
-async def _session(url: str, transport: str) -> Any:
+async def _session(url: str, transport: str, era: str = "legacy") -> Any:
     if transport == "http":
-        async with Client(f"{url}/mcp", mode="legacy", cache=None) as client:
+        async with Client(f"{url}/mcp", mode="auto" if era == "modern" else "legacy", cache=None) as client:
             yield client
     else:
         async with sse_client(f"{url}/sse") as (read, write), ClientSession(read, write) as session:
@@ -83,7 +84,7 @@ async def run_client(args: argparse.Namespace, idx: int, stats: Stats, end_at: f
     # One scope bounds the client's whole life (connect, calls, close): nothing can hang.
     with anyio.move_on_after(max(0.0, end_at - time.time()) + args.call_timeout + args.connect_timeout):
         try:
-            async with _session(args.url, args.transport) as session:
+            async with _session(args.url, args.transport, args.era) as session:
                 state["connected"] = True
                 await anyio.sleep(max(0.0, args.start_at - time.time()))
                 await _call_loop(args, idx, token, session, stats, end_at)
@@ -103,6 +104,9 @@ async def run_client(args: argparse.Namespace, idx: int, stats: Stats, end_at: f
 
 
 async def _call_loop(args: argparse.Namespace, idx: int, token: str, session: Any, stats: Stats, end_at: float) -> None:
+    if args.era == "modern" and session.protocol_version != MODERN_VERSION:
+        # mode="auto" falls back to the handshake era quietly: a 2026-07-28 figure must be one.
+        raise RuntimeError(f"the server speaks {session.protocol_version}, not {MODERN_VERSION}")
     seq = 0
     while time.time() < end_at:
         seq += 1
@@ -171,6 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     parser.add_argument("--transport", choices=["http", "sse"], required=True)
+    parser.add_argument("--era", choices=["legacy", "modern"], default="legacy", help="2025-11-25 or 2026-07-28")
     parser.add_argument("--clients", type=int, default=1)
     parser.add_argument("--start-at", type=float, required=True, help="epoch seconds")
     parser.add_argument("--duration", type=float, default=5.0)

@@ -18,7 +18,7 @@ from bench.rows import Config
 from bench.run import render_table
 from bench.workloads import WORKLOADS
 
-ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details"}
+ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details", "spread"}
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +63,21 @@ def test_workload_runs(config: Config, name: str) -> None:
         for value in row["references"].values():
             assert value is None or value >= 0, row
     if name == "throughput":
+        # Every route (both Streamable HTTP eras and SSE) was measured, with its spread over rounds.
+        labels = {row["metric"].split(", ")[1] for row in rows}
+        assert labels == {"streamable-http 2025-11-25", "streamable-http 2026-07-28", "sse"}, labels
         for row in rows:
             if row["unit"] == "count":
                 for server in ("ours", "bare+executor"):
                     figures = row["details"][server]
                     assert figures["lost"] == 0 and figures["misrouted"] == 0, figures
+            elif row["unit"] in ("calls/s", "ms"):
+                low, high = row["spread"]["ours"]
+                assert low <= row["ours"] <= high, row
+        # Ours runs the fast pipeline, the bare server apcore's standard one ("the same Executor").
+        assert rows[0]["details"]["pipelines"] == {"ours": "fast", "bare+executor": "standard"}
+        cpu_rows = [row for row in rows if row["metric"].startswith("server CPU per call")]
+        assert cpu_rows and all(row["target"] == "<= 0.6x bare+executor" for row in cpu_rows)
     if name == "pipeline":  # the standard pipeline rebuilds schemas on every call, ours never does
         counts = [row for row in rows if row["unit"] == "count"]
         assert counts and all(value and value >= 1 for row in counts for value in row["references"].values())
