@@ -146,11 +146,6 @@ def entry_times(stats: dict[Func, Any], calls: int) -> list[tuple[str, float]]:
     return found
 
 
-def requests_in(stats: dict[Func, Any]) -> int:
-    """How many requests the server answered while profiled: ``ServerRunner._serialize`` runs once each."""
-    return sum(entry[1] for func, entry in stats.items() if func[2] == "_serialize" and "mcp/server/runner" in func[0])
-
-
 def _is_idle(func: Func) -> bool:
     """The event loop waiting for I/O: idle time, not work (cProfile measures wall time)."""
     return func[0] == "~" and func[2] == "<method 'poll' of 'select.epoll' objects>"
@@ -222,8 +217,12 @@ def _spawn_load(url: str, transport: str, era: str, clients: int, start_at: floa
     ]
 
 
-def profile_http(args: argparse.Namespace, extensions: Path, out: Path) -> int:
-    """Profile the server during one load window; return the faults seen (errors, lost, misrouted...)."""
+def profile_http(args: argparse.Namespace, extensions: Path, out: Path) -> tuple[int, int]:
+    """Profile the server during one load window: ``(replies in the window, faults seen)``.
+
+    The profile covers the same window as the load processes' count of replies (signals sent at
+    its start and end), so figures per call divide by that count.
+    """
     spec = profiled_spec(args.server, extensions, out, args.server_args.split(), args.clock)
     with running_server(spec, args.transport) as (pid, port):
         start_at = time.time() + 2.5 + 0.04 * args.clients
@@ -242,13 +241,14 @@ def profile_http(args: argparse.Namespace, extensions: Path, out: Path) -> int:
             time.sleep(0.1)
     if not out.exists():
         raise RuntimeError("the server wrote no profile")
-    return sum(int(r["errors"] + r["lost"] + r["misrouted"] + r["connect_failures"]) for r in results)
+    faults = sum(int(r["errors"] + r["lost"] + r["misrouted"] + r["connect_failures"]) for r in results)
+    return sum(int(r["ok"]) for r in results), faults
 
 
 # -- in memory: client and server in this process --------------------------------------------------------
 
 
-def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> int:
+def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> tuple[int, int]:
     from mcp import Client
 
     from apcore_mcp.bridge import Bridge
@@ -275,7 +275,7 @@ def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> int
     if bridge is not None:
         bridge.close()
     prof.dump_stats(str(out))
-    return 0
+    return int(args.calls), 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -286,7 +286,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--server-args", default="", help="more command-line arguments for the server (HTTP)")
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of load profiled (HTTP)")
-    parser.add_argument("--calls", type=int, default=3000, help="calls profiled (memory)")
+    parser.add_argument("--calls", type=int, default=3000, help="calls profiled (memory; the count for --show)")
     parser.add_argument(
         "--clock",
         choices=["wall", "cpu"],
@@ -305,16 +305,15 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     if args.transport == "sse" and args.era == "modern":
         raise ValueError("SSE has no 2026-07-28 era")
     with tempfile.TemporaryDirectory(prefix="apcore-mcp-profile-") as tmp:
-        faults = 0
+        calls, faults = args.calls, 0
         if args.show is not None:
             out = args.show
         else:
             extensions = make_extensions(Path(tmp) / "ext", 10)
             out = args.save or Path(tmp) / "server.prof"
             out.unlink(missing_ok=True)
-            faults = (profile_memory if args.transport == "memory" else profile_http)(args, extensions, out)
-        stats = pstats.Stats(str(out))
-        summary = summarize(stats, requests_in(stats.stats), args.top)  # type: ignore[attr-defined]
+            calls, faults = (profile_memory if args.transport == "memory" else profile_http)(args, extensions, out)
+        summary = summarize(pstats.Stats(str(out)), calls, args.top)
     summary["faults"] = faults
     summary["run"] = {k: str(v) for k, v in vars(args).items()}
     return summary
