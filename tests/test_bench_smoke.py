@@ -85,3 +85,20 @@ def test_workload_runs(config: Config, name: str) -> None:
         assert rows[0]["details"]["jwks_fetches"] == 1  # verified against the cached JWKS, fetched once
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("transport", ["memory", "streamable-http"])
+def test_profile_runs(transport: str) -> None:
+    """bench.profile profiles a whole tools/call: ours and the Executor show up, every reply arrived."""
+    from bench.profile import parser, profile, render
+
+    args = parser().parse_args(["--transport", transport, "--calls", "50", "--clients", "2", "--duration", "1"])
+    summary = profile(args)
+    assert summary["calls"] > 0 and summary["faults"] == 0, summary
+    assert summary["layers_pct"]["apcore-mcp (ours)"] > 0
+    assert summary["layers_pct"]["apcore Executor"] > 0
+    entries = dict(summary["entries_us_per_call"])
+    assert any("our tools/call handler" in name for name in entries), entries
+    assert summary["ours_function_calls_per_call"] > 0
+    assert "layer" in render(summary)
