@@ -46,6 +46,10 @@ def build_bare_server(registry: Any, *, use_executor: bool) -> Server[Any]:
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    # The SDK's documented hook (its MCPServer sets it too): without it, every 2026-07-28 tools/call
+    # with arguments runs a whole tools/list to find the schema Mcp-Param-* headers are checked against.
+    schemas = {tool.name: tool.input_schema for tool in tools}
+
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
         if use_executor:
@@ -56,7 +60,9 @@ def build_bare_server(registry: Any, *, use_executor: bool) -> Server[Any]:
             content=[types.TextContent(text=json.dumps(output))], structured_content=output, is_error=False
         )
 
-    return Server("bare", version="0", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "bare", version="0", on_list_tools=list_tools, on_call_tool=call_tool, get_tool_input_schema=schemas.get
+    )
 
 
 def build_app(server: Server[Any]) -> Starlette:

@@ -26,6 +26,7 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 TOOL = "bench.echo"
+MODERN_VERSION = "2026-07-28"
 
 
 def _cpu() -> float:
@@ -103,6 +104,9 @@ async def run_client(args: argparse.Namespace, idx: int, stats: Stats, end_at: f
 
 
 async def _call_loop(args: argparse.Namespace, idx: int, token: str, session: Any, stats: Stats, end_at: float) -> None:
+    if args.era == "modern" and session.protocol_version != MODERN_VERSION:
+        # mode="auto" falls back to the handshake era quietly: a 2026-07-28 figure must be one.
+        raise RuntimeError(f"the server speaks {session.protocol_version}, not {MODERN_VERSION}")
     seq = 0
     while time.time() < end_at:
         seq += 1

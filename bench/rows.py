@@ -33,10 +33,10 @@ class Config:
     reps: int = 3
     calls: int = 1000
     roundtrip_calls: int = 300
-    duration: float = 4.0
-    throughput_rounds: int = 3
+    duration: float = 5.0
+    throughput_rounds: int = 5
     client_counts: Sequence[int] = (1, 10, 50)
-    transports: Sequence[str] = ("streamable-http", "sse")
+    transports: Sequence[str] = ("streamable-http", "streamable-http-2026", "sse")  # bench.throughput.ROUTES
     servers: Sequence[str] | None = None  # None: all
     startup_reps: int = 3
     call_timeout: float = 10.0
@@ -72,8 +72,13 @@ def row(
     target: str | None = None,
     met: bool | None = None,
     details: dict[str, Any] | None = None,
+    spread: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
-    """One table row: our figure, the references' figures from the same run, ours/ref ratios."""
+    """One table row: our figure, the references' figures from the same run, ours/ref ratios.
+
+    ``spread`` gives, per server (``ours`` or a reference's name), the lowest and highest value
+    over the rounds the figure is the median of.
+    """
     refs = refs or {}
     ratios = {
         name: (ours / value if ours is not None and value not in (None, 0) else None) for name, value in refs.items()
@@ -88,6 +93,7 @@ def row(
         "target": target,
         "met": met,
         "details": details or {},
+        "spread": spread or {},
     }
 
 

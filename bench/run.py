@@ -13,12 +13,22 @@ from typing import Any
 
 from bench.common import BENCH_DIR, ensure_ref_venv, machine_info
 from bench.rows import Config
+from bench.throughput import ROUTES
 from bench.workloads import WORKLOADS
 
 RESULTS = BENCH_DIR / "results" / "latest.json"
 
 
-def make_config(workdir: Path, *, quick: bool, include_reference: bool, log: Path | None) -> Config:
+def make_config(
+    workdir: Path, *, quick: bool, include_reference: bool, log: Path | None, routes: list[str] | None = None
+) -> Config:
+    cfg = _sized_config(workdir, quick=quick, include_reference=include_reference, log=log)
+    if routes:
+        cfg.transports = tuple(routes)
+    return cfg
+
+
+def _sized_config(workdir: Path, *, quick: bool, include_reference: bool, log: Path | None) -> Config:
     if quick:
         return Config(
             workdir=workdir,
@@ -54,14 +64,23 @@ def _num(value: Any) -> str:
     return str(value)
 
 
+def _with_spread(value: Any, spread: list[float] | None) -> str:
+    """A median with the range of the rounds it comes from: ``262 [251-270]``."""
+    if not spread:
+        return _num(value)
+    return f"{_num(value)} [{_num(spread[0])}-{_num(spread[1])}]"
+
+
 def render_table(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
     header = ["workload", "metric", "unit", "ours", "reference(s)", "ratio (ours/ref)", "target met?"]
     lines = []
     for r in rows:
-        refs = "; ".join(f"{name} {_num(v)}" for name, v in r["references"].items())
+        spread = r.get("spread") or {}
+        refs = "; ".join(f"{name} {_with_spread(v, spread.get(name))}" for name, v in r["references"].items())
         ratios = "; ".join(f"{_num(v)}x {name}" for name, v in r["ratio"].items() if v is not None)
         verdict = ("yes" if r["met"] else "NO") + f" ({r['target']})" if r["target"] else ""
-        lines.append([r["workload"], r["metric"], r["unit"], _num(r["ours"]), refs or "-", ratios or "-", verdict])
+        ours = _with_spread(r["ours"], spread.get("ours"))
+        lines.append([r["workload"], r["metric"], r["unit"], ours, refs or "-", ratios or "-", verdict])
     if markdown:
         cells = [header, ["---"] * len(header), *lines]
         return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in cells)
@@ -72,7 +91,15 @@ def render_table(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
     return "\n".join(out)
 
 
-def run(only: list[str] | None, *, quick: bool, include_reference: bool, output: Path, verbose: bool) -> dict[str, Any]:
+def run(
+    only: list[str] | None,
+    *,
+    quick: bool,
+    include_reference: bool,
+    output: Path,
+    verbose: bool,
+    routes: list[str] | None = None,
+) -> dict[str, Any]:
     if include_reference:
         ensure_ref_venv()
     started = time.monotonic()
@@ -81,7 +108,7 @@ def run(only: list[str] | None, *, quick: bool, include_reference: bool, output:
     with tempfile.TemporaryDirectory(prefix="apcore-mcp-bench-") as tmp:
         workdir = Path(tmp)
         log = workdir / "servers.log"
-        cfg = make_config(workdir, quick=quick, include_reference=include_reference, log=log)
+        cfg = make_config(workdir, quick=quick, include_reference=include_reference, log=log, routes=routes)
         for name, workload in WORKLOADS.items():
             if only and name not in only:
                 continue
@@ -101,6 +128,7 @@ def run(only: list[str] | None, *, quick: bool, include_reference: bool, output:
             "duration_s": cfg.duration,
             "throughput_rounds": cfg.throughput_rounds,
             "client_counts": list(cfg.client_counts),
+            "transports": list(cfg.transports),
             "calls": cfg.calls,
             "reps": cfg.reps,
         },
@@ -119,6 +147,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only", action="append", choices=sorted(WORKLOADS), metavar="WORKLOAD", help=f"one of {sorted(WORKLOADS)}"
     )
+    parser.add_argument(
+        "--route",
+        action="append",
+        choices=sorted(ROUTES),
+        help="throughput: only this transport and protocol era (repeatable; default: all)",
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip apcore-mcp 0.23.3 (no venv, no download)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON output path")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -135,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             include_reference=not args.no_reference,
             output=args.output,
             verbose=not args.quiet,
+            routes=args.route,
         )
     print(render_table(report["rows"], markdown=args.markdown))
     machine = report["machine"]

@@ -18,7 +18,7 @@ from bench.rows import Config
 from bench.run import render_table
 from bench.workloads import WORKLOADS
 
-ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details"}
+ROW_KEYS = {"workload", "metric", "unit", "ours", "references", "ratio", "target", "met", "details", "spread"}
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +63,21 @@ def test_workload_runs(config: Config, name: str) -> None:
         for value in row["references"].values():
             assert value is None or value >= 0, row
     if name == "throughput":
+        # Every route (both Streamable HTTP eras and SSE) was measured, with its spread over rounds.
+        labels = {row["metric"].split(", ")[1] for row in rows}
+        assert labels == {"streamable-http 2025-11-25", "streamable-http 2026-07-28", "sse"}, labels
         for row in rows:
             if row["unit"] == "count":
                 for server in ("ours", "bare+executor"):
                     figures = row["details"][server]
                     assert figures["lost"] == 0 and figures["misrouted"] == 0, figures
+            elif row["unit"] in ("calls/s", "ms"):
+                low, high = row["spread"]["ours"]
+                assert low <= row["ours"] <= high, row
+        # Ours runs the fast pipeline, the bare server apcore's standard one ("the same Executor").
+        assert rows[0]["details"]["pipelines"] == {"ours": "fast", "bare+executor": "standard"}
+        cpu_rows = [row for row in rows if row["metric"].startswith("server CPU per call")]
+        assert cpu_rows and all(row["target"] == "<= 0.6x bare+executor" for row in cpu_rows)
     if name == "pipeline":  # the standard pipeline rebuilds schemas on every call, ours never does
         counts = [row for row in rows if row["unit"] == "count"]
         assert counts and all(value and value >= 1 for row in counts for value in row["references"].values())
@@ -78,3 +88,20 @@ def test_workload_runs(config: Config, name: str) -> None:
         assert rows[4]["details"]["redis_failures"] == 0
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("transport", ["memory", "streamable-http"])
+def test_profile_runs(transport: str) -> None:
+    """bench.profile profiles a whole tools/call: ours and the Executor show up, every reply arrived."""
+    from bench.profile import parser, profile, render
+
+    args = parser().parse_args(["--transport", transport, "--calls", "50", "--clients", "2", "--duration", "1"])
+    summary = profile(args)
+    assert summary["calls"] > 0 and summary["faults"] == 0, summary
+    assert summary["layers_pct"]["apcore-mcp (ours)"] > 0
+    assert summary["layers_pct"]["apcore Executor"] > 0
+    entries = dict(summary["entries_us_per_call"])
+    assert any("our tools/call handler" in name for name in entries), entries
+    assert summary["ours_function_calls_per_call"] > 0
+    assert "layer" in render(summary)

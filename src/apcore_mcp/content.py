@@ -203,11 +203,14 @@ def dump_json(value: Any, max_bytes: int | None = None) -> str:
         OutputError: the text exceeds ``max_bytes``.
     """
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        text = _SURROGATES.sub("\ufffd", text)
-        size = len(text.encode("utf-8"))
+    if text.isascii():  # the usual case: its size is its length, no surrogate in it, nothing to encode
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            text = _SURROGATES.sub("\ufffd", text)
+            size = len(text.encode("utf-8"))
     if max_bytes is not None and size > max_bytes:
         raise OutputError(f"output of {size} bytes exceeds the limit of {max_bytes} bytes")
     return text

@@ -9,7 +9,7 @@ levels, ``subscriptions/listen``, caching hints).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,16 @@ def cache_hints(live: bool) -> dict[Any, CacheHint]:
     }
 
 
+def advertised_input_schema(catalog: ToolCatalog) -> Callable[[str], dict[str, Any] | None]:
+    """The ``inputSchema`` ``tools/list`` gives every caller for a tool name (``None``: no such tool)."""
+
+    def lookup(name: str) -> dict[str, Any] | None:
+        record = catalog.get(name)
+        return record.input_schema if record is not None else None
+
+    return lookup
+
+
 def request_state_boundary(settings: Settings) -> RequestStateBoundary:
     """Seals ``requestState`` with the configured key ring (the first key seals), or a per-process key."""
     if settings.request_state_keys:
@@ -152,11 +162,16 @@ def build_server(
         version=settings.server_version(),
         live=live,
         cache_hints=cache_hints(live),
+        # Without it the SDK runs a whole tools/list through the middleware for every 2026-07-28
+        # tools/call with arguments, to find the schema its Mcp-Param-* headers are checked against.
+        # A filtered list differs per caller, and only that listing knows the caller: keep it then.
+        get_tool_input_schema=None if access.filter_list else advertised_input_schema(catalog),
         on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
         **handlers,
     )
     admission = CallAdmission(limits if limits is not None else CallLimits())
-    server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
+    if access.filter_list:  # otherwise it passes every request through: one layer less per request
+        server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
     server.middleware.append(admission)
     server.middleware.append(request_state_boundary(settings))
