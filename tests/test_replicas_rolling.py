@@ -29,7 +29,7 @@ pytestmark = pytest.mark.nginx
 SLOW_MS = 2500  # still running when the signal comes, well within the shutdown timeout
 SHUTDOWN_TIMEOUT = 5
 EXIT_SECONDS = SHUTDOWN_TIMEOUT + 5
-MAX_CALLS_PER_WORKER = 300
+MAX_CALLS_PER_WORKER = 3000  # a bound, not a budget: the workers call until `stop`, ~1 s after a exits
 AFTER_STOP_CALLS = 20
 
 
@@ -116,6 +116,7 @@ async def test_sigterm_on_one_replica_under_load_loses_no_call(tmp_path: Path) -
 
         assert failures == [], "\n".join(failures[:10])
         assert a.process.returncode == 0, a.output()
+        assert " ERROR " not in a.output(), a.output()  # nothing cut off: the listen stream ended gracefully
         assert exited_at - stopped_at < EXIT_SECONDS
         # the calls in flight on a finished there, after the signal
         assert len(slow) == 4

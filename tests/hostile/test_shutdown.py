@@ -43,8 +43,23 @@ async def test_sigterm_ends_streams_cleanly_and_answers_every_call(tmp_path: Pat
         except Exception as exc:
             answers.append(f"sse {seconds} raised {exc!r}")
 
+    async def listen(url: str) -> None:
+        try:
+            async with Client(f"{url}/mcp", mode="auto") as client:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    listening.set()
+                    async for _event in subscription:
+                        pass
+                answers.append("listen ended gracefully")
+        except Exception as exc:  # SubscriptionLost, or cut before its final result
+            answers.append(f"listen failed: {exc!r}")
+
+    listening = anyio.Event()
     with server_process(f"shutdown_timeout={SHUTDOWN_TIMEOUT}", "dynamic=true", log=log) as (proc, url):
         async with anyio.create_task_group() as clients:
+            clients.start_soon(listen, url)  # a 2026-07-28 subscriptions/listen stream, open at the stop
+            with anyio.fail_after(10):
+                await listening.wait()
             for seconds in (0.5, 30.0):  # one finishes within the grace period, one is cancelled after it
                 clients.start_soon(mcp_call, url, "legacy", seconds)
                 clients.start_soon(mcp_call, url, "auto", seconds)
@@ -63,6 +78,7 @@ async def test_sigterm_ends_streams_cleanly_and_answers_every_call(tmp_path: Pat
     finished = sorted(answer for answer in answers if answer.endswith('{"slept":0.5}'))
     cancelled = sorted(answer for answer in answers if "the server is shutting down" in answer)
     assert (len(finished), len(cancelled)) == (3, 3), answers
+    assert "listen ended gracefully" in answers, answers
     text = log.read_text()
     assert error_lines(text) == []  # 7 ERROR lines before, streams ended broken
     assert "returned without completing response" not in text

@@ -130,7 +130,9 @@ def create_app(
         ):
             bridge.notifier.bind(asyncio.get_running_loop())
             stopping = functools.partial(mark_stopping, app)
-            background.start_soon(drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping)
+            background.start_soon(
+                drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams
+            )
             if shared is not None:
                 background.start_soon(shared.run)
             app.state.upstreams = upstreams

@@ -75,6 +75,13 @@ class ServerParts:
     subscriptions: Subscriptions
     log_levels: LogLevels = field(default_factory=LogLevels)
     admission: CallAdmission = field(default_factory=lambda: CallAdmission(CallLimits()))
+    listen: ListenHandler | None = None
+    """Serves 2026-07-28 ``subscriptions/listen`` streams (live catalogs only); ``close()`` ends them."""
+
+    def end_listen_streams(self) -> None:
+        """End every open ``subscriptions/listen`` stream gracefully (its final result sent)."""
+        if self.listen is not None:
+            self.listen.close()
 
 
 def cache_hints(live: bool) -> dict[Any, CacheHint]:
@@ -157,6 +164,7 @@ def build_server(
     }
     if prompts:
         handlers.update(on_list_prompts=prompt_handlers.list_prompts, on_get_prompt=prompt_handlers.get_prompt)
+    listen = ListenHandler(notifier.bus) if live else None
     server = ApcoreServer(
         settings.name,
         version=settings.server_version(),
@@ -166,7 +174,7 @@ def build_server(
         # tools/call with arguments, to find the schema its Mcp-Param-* headers are checked against.
         # A filtered list differs per caller, and only that listing knows the caller: keep it then.
         get_tool_input_schema=None if access.filter_list else advertised_input_schema(catalog),
-        on_subscriptions_listen=ListenHandler(notifier.bus) if live else None,
+        on_subscriptions_listen=listen,
         **handlers,
     )
     admission = CallAdmission(limits if limits is not None else CallLimits())
@@ -176,4 +184,4 @@ def build_server(
     server.middleware.append(admission)
     server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    return ServerParts(server, subscriptions, log_levels, admission)
+    return ServerParts(server, subscriptions, log_levels, admission, listen)

@@ -71,11 +71,13 @@ class HttpServer(uvicorn.Server):
         router: CallRouter,
         drain_seconds: float,
         on_stopping: Callable[[], None] | None = None,
+        end_listens: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(config)
         self.router = router
         self.drain_seconds = drain_seconds
         self.on_stopping = on_stopping
+        self.end_listens = end_listens
         self._sockets: list[socket.socket] = []
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
@@ -155,7 +157,7 @@ class HttpServer(uvicorn.Server):
         await self.stop_accepting()
         for connection in list(self.server_state.connections):
             connection.shutdown()
-        await drain(self.router, self.drain_seconds)
+        await drain(self.router, self.drain_seconds, self.end_listens)
         await super().shutdown(sockets)
 
 
@@ -172,7 +174,7 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         http=TimedH11Protocol,
     )
     stopping = functools.partial(mark_stopping, app) if isinstance(app, Starlette) else None
-    server = HttpServer(config, bridge.router, settings.shutdown_timeout, stopping)
+    server = HttpServer(config, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams)
     state = getattr(app, "state", None)
     if state is not None:
         setattr(state, LISTEN_STATE, server.listen_hosts)  # the app learns where it really listens

@@ -51,18 +51,24 @@ def _signalled_uvicorn() -> Any | None:
 
 
 async def drain_when_stopping(
-    router: CallRouter, limit_seconds: float, on_stopping: Callable[[], None] | None = None
+    router: CallRouter,
+    limit_seconds: float,
+    on_stopping: Callable[[], None] | None = None,
+    end_listens: Callable[[], None] | None = None,
 ) -> None:
     """Run for the app's life: once uvicorn is stopping, call ``on_stopping``, wait for calls, then end streams."""
     while _signalled_uvicorn() is None:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await anyio.sleep(POLL_SECONDS)
     if on_stopping is not None:
         on_stopping()
-    await drain(router, limit_seconds)
+    await drain(router, limit_seconds, end_listens)
 
 
-async def drain(router: CallRouter, limit_seconds: float) -> None:
+async def drain(router: CallRouter, limit_seconds: float, end_listens: Callable[[], None] | None = None) -> None:
     """Wait (at most ``limit_seconds``) for calls in flight, cancel the rest, then end every event stream.
+
+    ``end_listens`` ends the 2026-07-28 ``subscriptions/listen`` streams, which are not
+    sse-starlette's to end: each sends its final result, and the client re-listens elsewhere.
 
     A call still running past the limit is cancelled here and answers a ``cancelled`` error,
     rather than being cut off by uvicorn's forced cancellation (a broken stream and an ERROR).
@@ -78,4 +84,6 @@ async def drain(router: CallRouter, limit_seconds: float) -> None:
         logger.warning("Cancelled %d call(s) still running after %.1fs", cancelled, limit_seconds)
         with anyio.move_on_after(CANCEL_GRACE_SECONDS):
             await router.wait_idle(poll_seconds=0.01)
+    if end_listens is not None:
+        end_listens()
     end_streams()
