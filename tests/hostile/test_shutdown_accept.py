@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator
+
+import pytest
 
 from apcore_mcp import Settings
 from apcore_mcp.bridge import Bridge
@@ -83,6 +86,24 @@ async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_
     head = reply.split(b"\r\n\r\n", 1)[0].lower()
     assert head.startswith(b"http/1.1 200"), reply
     assert b'"status":"ok"' in reply.replace(b" ", b"")
+
+
+async def test_a_connection_that_brings_no_request_is_closed_quietly_and_does_not_hold_the_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with server_in_loop() as (server, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        async with asyncio.timeout(5):
+            while not server.server_state.connections:
+                await asyncio.sleep(0.01)
+        server.should_exit = True
+        async with asyncio.timeout(5):  # the grace is 0.5 s; uvicorn's own stop would wait 1 s more
+            assert await reader.read() == b""
+        writer.close()
+    messages = [record.getMessage() for record in caplog.records]
+    assert not [m for m in messages if "not received in time" in m]  # not taken for a slow client
+    assert not [m for m in messages if "timeout graceful shutdown exceeded" in m]
 
 
 async def test_connections_queued_in_the_kernel_at_the_stop_are_served_not_reset() -> None:

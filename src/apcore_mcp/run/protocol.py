@@ -65,26 +65,31 @@ class TimedH11Protocol(H11Protocol):
 
         Such a connection was accepted moments ago, and a proxy has most likely written a request
         into it already: closing it unanswered fails that request, which the proxy will not resend
-        elsewhere if it is a POST (``tools/call``). It is answered, with ``Connection: close``,
-        if its request begins within ``FIRST_REQUEST_GRACE_SECONDS``; otherwise closed then.
+        elsewhere if it is a POST (``tools/call``). It is answered, then closed, if its request
+        begins within ``FIRST_REQUEST_GRACE_SECONDS``; otherwise closed then, quietly.
         Idle kept-alive connections close at once, as in uvicorn.
         """
         if self.cycle is None and not self._had_request and not self.transport.is_closing():
+            if self._close_after_request:
+                return  # asked again (uvicorn's own shutdown after ours)
             self._close_after_request = True
-            self._arm(FIRST_REQUEST_GRACE_SECONDS)
+            self.loop.call_later(FIRST_REQUEST_GRACE_SECONDS, self._close_if_no_request)
             return
         super().shutdown()
+
+    def _close_if_no_request(self) -> None:
+        # Quietly: a connection opened ahead of need (a browser's preconnect) is not a slow client.
+        if self.cycle is None and not self.transport.is_closing():
+            self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self, limit: float | None = None) -> None:
+    def _arm(self) -> None:
         self._disarm()
         seconds = self._state(HEADER_TIMEOUT_STATE)
         delay = seconds if isinstance(seconds, int | float) and seconds > 0 else DEFAULT_HEADER_TIMEOUT
-        if limit is not None:
-            delay = min(delay, limit)
         self._header_timer = self.loop.call_later(delay, self._headers_too_slow)
 
     def _disarm(self) -> None:
