@@ -29,11 +29,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.app import create_app
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.tokens import ApiKeyVerifier, JwtVerifier, hash_api_key
 from apcore_mcp.principal import parse_api_key
-from apcore_mcp.run.serving import bind_socket, make_http_server
+from apcore_mcp.run.serving import bind_socket, serving_http
 from apcore_mcp.settings import Settings
 from bench.common import median
 from bench.inproc import discover
@@ -133,19 +132,10 @@ async def serving(registry: Registry, jwks_url: str | None) -> AsyncIterator[str
     if jwks_url is not None:
         auth = {"auth": "jwt", "public_url": base, "auth_issuer": ISSUER, "auth_jwks_url": jwks_url}
     bridge = Bridge.build(registry, Settings(**auth))
-    server = make_http_server(create_app(bridge=bridge), bridge)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-                await asyncio.sleep(0.01)
-        yield base
+        async with serving_http(bridge, sock):
+            yield base
     finally:
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
-                await task
-        sock.close()
         bridge.close()
 
 

@@ -23,8 +23,7 @@ from pydantic import BaseModel
 
 from apcore_mcp import report_progress
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.app import create_app
-from apcore_mcp.run.serving import bind_socket, make_http_server
+from apcore_mcp.run.serving import serving_http
 from bench.common import median
 from bench.rows import Config, row
 
@@ -79,22 +78,11 @@ async def client_for(where: str, era: str, bridge: Bridge) -> AsyncIterator[Any]
         async with Client(bridge.server, mode=mode, elicitation_callback=approve, cache=None) as client:
             yield client
         return
-    sock = bind_socket("127.0.0.1", 0)
-    server = make_http_server(create_app(bridge=bridge), bridge)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag only
-                await asyncio.sleep(0.01)
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        async with Client(url, mode=mode, elicitation_callback=approve, cache=None) as client:
-            yield client
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
-                await task
-        sock.close()
+    async with (
+        serving_http(bridge) as (_server, base),
+        Client(f"{base}/mcp", mode=mode, elicitation_callback=approve, cache=None) as client,
+    ):
+        yield client
 
 
 async def timed(client: Any, tool: str, steps: int) -> float:

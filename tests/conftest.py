@@ -31,8 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.app import create_app
-from apcore_mcp.run.serving import bind_socket, make_http_server
+from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
 
 from support import make_executor
@@ -119,23 +118,8 @@ class Connected:
 @contextlib.asynccontextmanager
 async def running_http(bridge: Bridge) -> AsyncIterator[str]:
     """uvicorn serving ``bridge`` on a free 127.0.0.1 port in this event loop; yields the base URL."""
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = make_http_server(create_app(bridge=bridge), bridge)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
-                await task
-        sock.close()
+    async with serving_http(bridge) as (_server, url):
+        yield url
 
 
 @contextlib.asynccontextmanager

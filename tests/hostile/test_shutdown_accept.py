@@ -21,8 +21,7 @@ import pytest
 
 from apcore_mcp import Settings
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.app import create_app
-from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server
+from apcore_mcp.run.serving import HttpServer, serving_http
 from hostile.modules import hostile_registry
 
 QUEUED = 20
@@ -31,19 +30,10 @@ QUEUED = 20
 @contextlib.asynccontextmanager
 async def server_in_loop() -> AsyncIterator[tuple[HttpServer, int]]:
     bridge = Bridge.build(hostile_registry(), Settings())
-    sock = bind_socket("127.0.0.1", 0)
-    server = make_http_server(create_app(bridge=bridge), bridge)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        yield server, sock.getsockname()[1]
+        async with serving_http(bridge) as (server, url):
+            yield server, int(url.rsplit(":", 1)[1])
     finally:
-        server.should_exit = True
-        async with asyncio.timeout(10):
-            await task
-        sock.close()
         bridge.close()
 
 

@@ -10,7 +10,7 @@ import resource
 import signal
 import socket
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from types import FrameType
 from typing import Any, cast
 
@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
-from apcore_mcp.http.app import mark_stopping
+from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.shutdown import drain
@@ -179,6 +179,38 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
     if state is not None:
         setattr(state, LISTEN_STATE, server.listen_hosts)  # the app learns where it really listens
     return server
+
+
+@contextlib.asynccontextmanager
+async def serving_http(
+    bridge: Bridge, sock: socket.socket | None = None, *, ready_seconds: float = 10.0
+) -> AsyncIterator[tuple[HttpServer, str]]:
+    """``bridge``'s app under our uvicorn in the running event loop, for tests and benchmarks.
+
+    Serves on ``sock`` (default: a free 127.0.0.1 port); yields the server and its base URL once
+    it is started, and stops it (gracefully, as a signal would) when the block ends. The socket is
+    closed then; the bridge stays the caller's.
+
+    Raises:
+        TimeoutError: the server did not start within ``ready_seconds``.
+    """
+    sock = sock if sock is not None else bind_socket("127.0.0.1", 0)
+    host, port = sock.getsockname()[:2]
+    server = make_http_server(create_app(bridge=bridge), bridge)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(ready_seconds):
+            while not server.started:
+                if task.done():
+                    task.result()  # it failed to start: say why
+                await asyncio.sleep(0.01)
+        yield server, f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(ready_seconds):
+                await task
+        sock.close()
 
 
 def raise_open_files_limit() -> int:
