@@ -10,7 +10,7 @@ import pytest
 from apcore_mcp.cli import build_parser
 from apcore_mcp.env import settings_from_env
 from apcore_mcp.http.app import create_app
-from apcore_mcp.http.tokens import hash_api_key
+from apcore_mcp.http.tokens import hash_api_key, load_static_key
 from apcore_mcp.principal import stdio_identity
 from apcore_mcp.settings import SettingError, Settings
 
@@ -47,6 +47,7 @@ def test_auth_is_off_by_default() -> None:
         ({"auth": "api-key", "auth_api_keys": ["abc:alice"]}, "auth_api_keys"),
         ({"auth": "api-key", "auth_api_keys": [KEY], "execute_token": "t" * 20}, "execute_token"),
         ({"auth": "api-key", "auth_api_keys": [KEY], "host": "0.0.0.0"}, "public_url"),
+        ({**JWT, "auth_jwks_url": "http://127.evil.example/jwks"}, "auth_jwks_url"),  # a name, not loopback
         ({"public_url": "https://example.com/x?y=1"}, "public_url"),
         ({"public_url": "https://user:pw@example.com"}, "public_url"),
         ({"public_url": "ftp://example.com"}, "public_url"),
@@ -63,6 +64,11 @@ def test_bad_auth_settings_name_their_field(values: dict[str, Any], field: str) 
     with pytest.raises(SettingError) as refused:
         Settings(**values)
     assert refused.value.field == field
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.2", True), ("::1", True), ("127.evil.example", False)])
+def test_loopback_means_a_loopback_address_not_a_name_that_looks_like_one(host: str, loopback: bool) -> None:
+    assert Settings(host=host).is_loopback is loopback  # decides whether the explorer demands a token
 
 
 def test_values_are_normalized() -> None:
@@ -111,6 +117,15 @@ def test_key_files_are_read_by_the_app_factory(tmp_path: Path) -> None:
     )
     with pytest.raises(SettingError, match="fits none"):
         create_app(make_executor(), wrong_family)
+
+    hs = {**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(tmp_path / "hs.txt"), "auth_algorithms": ["HS256"]}
+    (tmp_path / "hs.txt").write_text("short\n")  # as short as inline, which is refused
+    with pytest.raises(SettingError, match="at least 32") as refused:
+        create_app(make_executor(), Settings(**hs))
+    assert refused.value.field == "auth_jwt_key_file"
+    (tmp_path / "hs.txt").write_text("s" * 32 + "\n")  # the file's line break is not part of the secret
+    create_app(make_executor(), Settings(**hs))
+    assert load_static_key("s" * 32 + "\n", ["HS256"])[0] == b"s" * 32
 
     keys = tmp_path / "keys.txt"
     keys.write_text(f"# ops\n{hash_api_key('k' * 40)}:ops\nnot-a-hash:bob\n")

@@ -14,6 +14,9 @@ from urllib.parse import urlsplit
 from apcore_mcp.principal import check_scopes, parse_api_key, parse_scope_rules
 from apcore_mcp.settings import AUTH_MODES, WILDCARD_HOSTS, SettingError, is_loopback_host
 
+MIN_HMAC_SECRET = 32
+"""Characters an HS* shared secret needs at least (inline or read from a file)."""
+
 if TYPE_CHECKING:
     from apcore_mcp.settings import Settings
 
@@ -21,7 +24,6 @@ HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 ASYMMETRIC_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
-MIN_HMAC_SECRET = 32
 _LISTS = ("auth_audience", "auth_algorithms", "auth_scopes", "auth_route_scopes", "auth_tool_scopes", "auth_api_keys")
 _JWT_FIELDS = ("auth_issuer", "auth_jwks_url", "auth_jwt_key", "auth_jwt_key_file")
 _KEY_FIELDS = ("auth_api_keys", "auth_api_keys_file")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from apcore_mcp.limits import is_loopback_address
 from apcore_mcp.options import (
     APPROVAL_MODES,
     AUTH_MODES,
@@ -422,7 +423,8 @@ class Settings:
 
 
 def is_loopback_host(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    """A loopback IP address or ``localhost``; a DNS name such as ``127.example.com`` is not."""
+    return is_loopback_address(host)
 
 
 def options() -> Iterator[Option]:

@@ -17,6 +17,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+from apcore_mcp.auth_settings import MIN_HMAC_SECRET
 from apcore_mcp.principal import ApiKey, Principal, identity_from_claims, token_scopes
 
 logger = logging.getLogger(__name__)
@@ -61,15 +62,22 @@ class StaticKey:
         return self._key
 
 
+
 def load_static_key(text: str, algorithms: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
     """The key object and the algorithms it can verify, from PEM text or an HS secret.
 
+    An HS secret read from a file loses its final line break; the minimum length applies to it
+    as to one given inline.
+
     Raises:
         ValueError: not a PEM public key (a private key is refused: it does not belong on a
-            resource server), or no configured algorithm fits the key.
+            resource server), no configured algorithm fits the key, or an HS secret is too short.
     """
     if all(alg.startswith("HS") for alg in algorithms):
-        return text.encode(), tuple(algorithms)
+        secret = text.rstrip("\r\n")
+        if len(secret) < MIN_HMAC_SECRET:
+            raise ValueError(f"an HS secret must be at least {MIN_HMAC_SECRET} characters")
+        return secret.encode(), tuple(algorithms)
     try:
         key = load_pem_public_key(text.strip().encode())
     except (ValueError, TypeError) as exc:
