@@ -198,7 +198,10 @@ class CallRouter:
 
 def success_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None = None) -> CallOutcome:
     """The outcome of a call of ``record`` that returned ``output``: rendered, or the result it carries."""
-    carried = carried_result(output)
+    try:
+        carried = carried_result(output)
+    except ValueError as exc:  # a carried result that is not JSON: the module's fault, answered as such
+        return output_error(record, OutputError(f"the carried MCP result is not JSON: {exc}"))
     if carried is not None:
         return CallOutcome(tool=record.name, carried=carried)
     try:
@@ -216,7 +219,11 @@ def output_error(record: ToolRecord, exc: OutputError) -> CallOutcome:
 
 
 def carried_result(output: Any) -> dict[str, Any] | None:
-    """The MCP tool result an output carries under ``MCP_RESULT_KEY`` (wire JSON text or dict), else ``None``."""
+    """The MCP tool result an output carries under ``MCP_RESULT_KEY`` (wire JSON text or dict), else ``None``.
+
+    Raises:
+        ValueError: the carried text is not JSON.
+    """
     wire = output.get(MCP_RESULT_KEY) if isinstance(output, dict) else None
     if isinstance(wire, str):
         wire = json.loads(wire)

@@ -245,6 +245,8 @@ async def _run(bridge: Bridge, request: Request, name: str, arguments: dict[str,
         if outcome.error.kind == "refused":  # apcore's call-chain guards, not our rate limit
             request.scope[REASON_SCOPE_KEY] = "call_refused"
         return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
+    if outcome.carried is not None:
+        return carried_response(outcome.carried)
     if outcome.rendered is None:
         return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")
     return Response(result_body(outcome.rendered), media_type="application/json")
@@ -353,6 +355,18 @@ def result_body(rendered: RenderedOutput) -> bytes:
     if media:
         body += b',"content":' + json.dumps(media, ensure_ascii=False).encode()
     return body + b"}"
+
+
+def carried_response(result: dict[str, Any]) -> Response:
+    """A tool result carried as is (an upstream server's tool), in the explorer's shape.
+
+    A result flagged ``isError`` is the tool's failure, answered as one (500, its text).
+    """
+    content = result.get("content") or []
+    if result.get("isError"):
+        text = " ".join(b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str))
+        return _error(_STATUS_BY_KIND["module"], text or "The tool reported an error")
+    return JSONResponse({"result": result.get("structuredContent"), "content": content})
 
 
 def _bearer_matches(request: Request, token: str) -> bool:

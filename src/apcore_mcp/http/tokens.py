@@ -62,7 +62,6 @@ class StaticKey:
         return self._key
 
 
-
 def load_static_key(text: str, algorithms: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
     """The key object and the algorithms it can verify, from PEM text or an HS secret.
 

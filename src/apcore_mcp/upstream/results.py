@@ -4,8 +4,9 @@ apcore wants a dict from ``execute``. An upstream tool returns ``{MCP_RESULT_KEY
 where ``wire`` is the result in MCP wire form: camelCase JSON with ``content`` (every item as
 sent), ``structuredContent``, ``isError`` and ``_meta`` (without the hop's own
 ``io.modelcontextprotocol/*`` stamps, and without ``resultType``, which the answering edge
-sets for its own protocol version). The MCP edge rebuilds the ``CallToolResult`` from
-``wire`` with ``mcp_result_of`` instead of wrapping the output as text.
+sets for its own protocol version). Every edge takes ``wire`` as the result
+(``calls.carried_result``) instead of wrapping the output as text; ``mcp_result_of`` gives
+it as a ``CallToolResult``, for code calling the Executor itself.
 
 ``wire`` is the JSON *text* of that object (``to_output``), or the object itself as a dict
 (also accepted by ``mcp_result_of``, for modules that build one by hand). Text is what
@@ -16,11 +17,11 @@ every content item, which is most of what a pass-through costs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import mcp.types as types
 
+from apcore_mcp.calls import carried_result
 from apcore_mcp.content import MCP_RESULT_KEY
 
 __all__ = ["MCP_RESULT_KEY", "mcp_result_of", "to_output"]
@@ -42,11 +43,5 @@ def mcp_result_of(output: Any) -> types.CallToolResult | None:
     Raises:
         ValueError: (pydantic's ``ValidationError``) the carried value is not a tool result.
     """
-    if not isinstance(output, Mapping):
-        return None
-    wire = output.get(MCP_RESULT_KEY)
-    if isinstance(wire, str):
-        return types.CallToolResult.model_validate_json(wire)
-    if isinstance(wire, Mapping):
-        return types.CallToolResult.model_validate(dict(wire))
-    return None
+    wire = carried_result(output)
+    return None if wire is None else types.CallToolResult.model_validate(wire)
