@@ -8,14 +8,18 @@ stopped: takes fall back to a bucket per replica at once, with one WARNING; back
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 
 from apcore_mcp.limits import MemoryBuckets
+from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
+from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets, bucket_key
 from apcore_mcp.replicas.link import RedisLink
 
@@ -96,3 +100,34 @@ async def test_redis_down_falls_back_per_replica_then_recovers(
         await asyncio.sleep(0.05)
     assert link.problem() is None
     await link.aclose()
+
+
+async def test_a_failed_change_publish_degrades_ready_until_a_publish_succeeds(redis: RedisServer) -> None:
+    """Publishing fails while the subscription stays up (Redis refuses PUBLISH): /ready's problem
+    names it, and the next successful publish clears it (it used to stay degraded for good)."""
+    link = RedisLink(redis.url, unique("test-publish:"))
+    broadcaster = ChangeBroadcaster(link, ListChangedNotifier())
+    admin = aioredis.Redis.from_url(redis.url)
+    task = asyncio.create_task(broadcaster.run())
+    try:
+        await until(lambda: broadcaster._loop is not None)
+        await admin.execute_command("ACL", "SETUSER", "default", "-publish")
+        broadcaster.local_change(ListChange(tools=True))
+        await until(lambda: "change publishing" in (link.problem() or ""))
+        await admin.execute_command("ACL", "SETUSER", "default", "+publish")
+        broadcaster.local_change(ListChange(tools=True))
+        await until(lambda: link.problem() is None)
+    finally:
+        await admin.execute_command("ACL", "SETUSER", "default", "+@all")
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await admin.aclose()
+        await link.aclose()
+
+
+async def until(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not within the time bound"
+        await asyncio.sleep(0.02)

@@ -35,6 +35,8 @@ MESSAGE_VERSION = 1
 CHANNEL = "changes"
 USER = "change broadcast"
 FALLBACK = "registry changes reach this replica's own clients only"
+PUBLISH_USER = "change publishing"
+PUBLISH_FALLBACK = "this replica's registry changes reach its own clients only"
 OUTBOX_SIZE = 1024
 POLL_SECONDS = 1.0
 RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0, 5.0)
@@ -105,7 +107,9 @@ class ChangeBroadcaster:
             try:
                 await self.link.client.publish(self.channel, encode_change(change, self.origin))
             except (RedisError, OSError) as exc:
-                self.link.failed(USER, exc, FALLBACK)
+                self.link.failed(PUBLISH_USER, exc, PUBLISH_FALLBACK)
+            else:
+                self.link.succeeded(PUBLISH_USER)  # else /ready would stay degraded after one failure
 
     async def _subscribe_forever(self) -> None:
         while True:
