@@ -15,8 +15,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.testing import DocumentError, scripted_server
+from apcore_mcp.testing.clients import read_record
 from apcore_mcp.testing.plugin import McpServerFactory
 from apcore_mcp.testing.scripted import load_script
+from apcore_mcp.testing.scripted.server import RequestRecord
 
 from conftest import Inbox
 
@@ -79,11 +81,22 @@ async def test_request_record_in_file_and_over_http(mcp_server: McpServerFactory
     async with httpx.AsyncClient(base_url=server.base_url or "") as http:
         everything = (await http.get("/requests")).json()
         storm = (await http.get("/requests", params={"test_case": "storm"})).json()
+        calls = (await http.get("/requests", params={"method": "tools/call"})).json()
     assert [e["method"] for e in everything] == [e["method"] for e in from_file]
+    assert [e["method"] for e in calls] == ["tools/call"] and server.requests(method="tools/call") == calls
     assert len(storm) == 1
     assert storm[0]["params"]["arguments"] == {"city": "Rome"}
     assert storm[0]["params"]["_meta"]["apcore-mcp/testCase"] == "storm"
     assert storm[0]["protocol_version"] == "2025-11-25"
+
+
+def test_the_record_numbers_every_request_past_the_entries_it_keeps(tmp_path: Path) -> None:
+    record = RequestRecord(tmp_path / "record.jsonl", limit=2)
+    for _ in range(4):
+        record.add("ping", None)
+    record.close()
+    assert [e["seq"] for e in record.entries()] == [1, 2]
+    assert [e["seq"] for e in read_record(tmp_path / "record.jsonl")] == [1, 2, 3, 4]
 
 
 async def test_http_routes_refuse_foreign_hosts_and_origins(mcp_server: McpServerFactory) -> None:

@@ -18,6 +18,8 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from apcore_mcp.testing.scripted.server import select
+
 ERAS = {"legacy": "legacy", "modern": "auto"}
 
 
@@ -108,9 +110,4 @@ def read_record(path: Path, *, method: str | None = None, test_case: str | None 
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return []
-    entries = [json.loads(line) for line in lines if line.strip()]
-    return [
-        e
-        for e in entries
-        if (method is None or e["method"] == method) and (test_case is None or e.get("test_case") == test_case)
-    ]
+    return select([json.loads(line) for line in lines if line.strip()], method, test_case)

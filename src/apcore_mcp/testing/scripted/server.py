@@ -42,6 +42,17 @@ _EVENTS: dict[str, ServerEvent] = {
 }
 
 
+def select(
+    entries: list[dict[str, Any]], method: str | None = None, test_case: str | None = None
+) -> list[dict[str, Any]]:
+    """The record entries of ``method`` and of ``test_case`` (each ``None``: any)."""
+    return [
+        e
+        for e in entries
+        if (method is None or e["method"] == method) and (test_case is None or e.get("test_case") == test_case)
+    ]
+
+
 class RequestRecord:
     """Every request and notification the server received, in order; optionally also a JSON lines file.
 
@@ -51,6 +62,7 @@ class RequestRecord:
     def __init__(self, path: Path | None = None, limit: int = 10_000) -> None:
         self._entries: list[dict[str, Any]] = []
         self._limit = limit
+        self._count = 0  # every request received; the list keeps the first ``limit``
         self._lock = threading.Lock()
         self._file: IO[str] | None = path.open("a", encoding="utf-8") if path is not None else None
 
@@ -63,7 +75,8 @@ class RequestRecord:
         if method == "tools/call" and params is not None:
             entry["test_case"] = case_of(params.get("arguments"), params.get("_meta"))
         with self._lock:
-            entry["seq"] = len(self._entries) + 1
+            self._count += 1
+            entry["seq"] = self._count
             if len(self._entries) < self._limit:
                 self._entries.append(entry)
             if self._file is not None:
@@ -73,11 +86,7 @@ class RequestRecord:
     def entries(self, method: str | None = None, test_case: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
             found = list(self._entries)
-        return [
-            e
-            for e in found
-            if (method is None or e["method"] == method) and (test_case is None or e.get("test_case") == test_case)
-        ]
+        return select(found, method, test_case)
 
     def close(self) -> None:
         if self._file is not None:
