@@ -197,6 +197,14 @@ class Bridge:
         bridge._warn_about_approval(registry_or_executor)
         return bridge
 
+    def refilter(self) -> None:
+        """Re-read the catalog (its scope selection may have changed); announce a changed tool list."""
+        catalog = self._full_catalog or self.catalog
+        before = catalog.records()
+        catalog.load()
+        if self.search is None and catalog.records() != before:
+            self.notifier.changed(tools=True)
+
     def _warn_about_approval(self, source: Registry | Executor) -> None:
         gated = [record.name for record in self.catalog.records() if record.requires_approval]
         if self.settings.approval == "auto":

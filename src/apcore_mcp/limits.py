@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import Any, Literal, Protocol
 
-from apcore_mcp.principal import PRINCIPAL_KEY, principal_of
+from apcore_mcp.principal import principal_of
 
-PRINCIPAL_SCOPE_KEY = PRINCIPAL_KEY
-"""ASGI scope key under which the auth middleware stores the caller's ``Principal`` (or a plain id)."""
 LOCAL_PRINCIPAL = "local"
 """The caller of a transport with no network peer (stdio, in memory)."""
 
@@ -34,7 +32,7 @@ TOO_MANY_SESSIONS = -32012
 def principal_key(scope: Mapping[str, Any] | None) -> str:
     """Who a per-caller limit counts against, from an ASGI scope (``None``: a local transport).
 
-    With authentication on (``http/auth.py`` stores the ``Principal`` at ``PRINCIPAL_SCOPE_KEY``)
+    With authentication on (``http/auth.py`` stores the ``Principal`` at ``PRINCIPAL_KEY``)
     it is the authenticated principal (issuer and subject); otherwise the client's IP address. Behind a reverse
     proxy that address is the proxy's unless uvicorn is told to trust its forwarded headers
     (``--forwarded-allow-ips``), which then puts the original client's address in the scope.
@@ -44,9 +42,6 @@ def principal_key(scope: Mapping[str, Any] | None) -> str:
     principal = principal_of(scope)
     if principal is not None:  # the same principal whichever address it calls from
         return f"principal:{principal.issuer or ''}:{principal.identity.id}"
-    named = scope.get(PRINCIPAL_SCOPE_KEY)
-    if isinstance(named, str) and named:
-        return named
     client = scope.get("client")
     if client:
         return str(client[0])

@@ -32,10 +32,6 @@ class MemoryEventStore(EventStore):
         self._streams: OrderedDict[StreamId, deque[_Event]] = OrderedDict()
         self._seq = 0
 
-    @property
-    def stream_count(self) -> int:
-        return len(self._streams)
-
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         self._seq += 1
         events = self._streams.get(stream_id)

@@ -77,10 +77,6 @@ class ScopeEndpoints:
     def names(self) -> list[str]:
         return sorted(self._endpoints)
 
-    def bridge(self, name: str) -> Bridge | None:
-        endpoint = self._endpoints.get(name)
-        return endpoint.bridge if endpoint is not None else None
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self._endpoints.get(str(scope.get("path_params", {}).get("name", "")))
         if endpoint is None or endpoint.stop.is_set():
@@ -114,12 +110,12 @@ class ScopeEndpoints:
                     await self._close(endpoint)
                 self._endpoints[name] = await self._open(scope)
             elif endpoint.selection.update(scope):
-                self._refilter(endpoint)
+                endpoint.bridge.refilter()
 
     def refresh(self) -> None:
         """Re-read every scope's catalog (after mounts changed under unchanged selections)."""
         for endpoint in self._endpoints.values():
-            self._refilter(endpoint)
+            endpoint.bridge.refilter()
 
     def _mode(self, scope: ScopeSpec) -> str:
         return scope.tool_mode or self._settings.tool_mode
@@ -163,10 +159,3 @@ class ScopeEndpoints:
     async def _close(self, endpoint: ScopeEndpoint) -> None:
         endpoint.stop.set()
         await endpoint.stopped.wait()
-
-    def _refilter(self, endpoint: ScopeEndpoint) -> None:
-        catalog = endpoint.bridge.search.catalog if endpoint.bridge.search is not None else endpoint.bridge.catalog
-        before = {record.name: record for record in catalog.records()}
-        catalog.load()
-        if {record.name: record for record in catalog.records()} != before and endpoint.bridge.search is None:
-            endpoint.bridge.notifier.changed(tools=True)

@@ -44,7 +44,7 @@ async def serving_upstreams(
     main = main_scope(bridge.upstream_config, settings).name
     async with mount_upstreams(bridge.registry, settings, environ, config=bridge.upstream_config) as runtime:
         assert runtime is not None
-        _refilter(bridge)
+        bridge.refilter()
         serving_scopes = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()
         async with serving_scopes, anyio.create_task_group() as tasks:
 
@@ -57,7 +57,7 @@ async def serving_upstreams(
                 switch = await reload_upstreams(runtime, settings, environ, config=config)
                 if switch is not None and bridge.selection is not None:
                     bridge.selection.update(main_scope(config, settings))
-                    _refilter(bridge)
+                    bridge.refilter()
                 if endpoints is not None:
                     endpoints.refresh()
 
@@ -66,15 +66,6 @@ async def serving_upstreams(
                 await tasks.start(_reload_on_sighup, reload)
             yield runtime
             tasks.cancel_scope.cancel()
-
-
-def _refilter(bridge: Bridge) -> None:
-    """Re-read the main catalog (its selection may have changed), announcing a change to clients."""
-    catalog = bridge.search.catalog if bridge.search is not None else bridge.catalog
-    before = [record.name for record in catalog.records()]
-    catalog.load()
-    if [record.name for record in catalog.records()] != before and bridge.search is None:
-        bridge.notifier.changed(tools=True)
 
 
 async def _reload_on_sighup(

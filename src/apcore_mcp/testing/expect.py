@@ -32,11 +32,6 @@ class Outcome:
         blocks = (self.result or {}).get("content") or []
         return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
 
-    def describe(self) -> str:
-        if self.result is None:
-            return f"JSON-RPC error {self.error_code}: {self.error_message}"
-        return pretty(self.result)
-
 
 @dataclass(frozen=True)
 class Expectation:

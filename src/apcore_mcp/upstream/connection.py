@@ -202,31 +202,27 @@ class Connection:
         call_id = next(self._ids)
         self._askers[call_id] = asker
         try:
+            responses: dict[str, Any] | None = None
+            state: str | None = None
             with self._errors():
-                result = await session.call_tool(
-                    name,
-                    arguments,
-                    read_timeout_seconds=self.spec.timeout,
-                    progress_callback=progress,
-                    allow_input_required=True,
-                )
-                for _round in range(MAX_INPUT_ROUNDS):
-                    if not isinstance(result, types.InputRequiredResult):
-                        return result
-                    responses = await _answer_round(result, asker)
-                    if responses is None:
-                        return _error_result("The upstream tool asked for input this client cannot give")
+                for answered in range(MAX_INPUT_ROUNDS + 1):  # the first call, then one per round answered
                     result = await session.call_tool(
                         name,
                         arguments,
                         read_timeout_seconds=self.spec.timeout,
                         progress_callback=progress,
                         input_responses=responses,
-                        request_state=result.request_state,
+                        request_state=state,
                         allow_input_required=True,
                     )
-            if isinstance(result, types.CallToolResult):
-                return result
+                    if not isinstance(result, types.InputRequiredResult):
+                        return result
+                    if answered == MAX_INPUT_ROUNDS:
+                        break
+                    responses = await _answer_round(result, asker)
+                    if responses is None:
+                        return _error_result("The upstream tool asked for input this client cannot give")
+                    state = result.request_state
             return _error_result("The upstream tool kept asking for input")
         finally:
             del self._askers[call_id]

@@ -22,10 +22,9 @@ MIN_SECRET_LENGTH = 4
 
 @dataclass
 class Expansion:
-    """The result of expanding one value: the text, the variables it used and those it missed."""
+    """The result of expanding one value: the text, the variables it missed and the secrets it took in."""
 
     text: str
-    used: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
 
@@ -40,7 +39,6 @@ def expand(value: str, environ: Mapping[str, str]) -> Expansion:
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        result.used.append(name)
         found = environ.get(name)
         if found:
             result.secrets.append(found)

@@ -131,10 +131,6 @@ class UpstreamRuntime:
             for source in sources:
                 await source.close()
 
-    async def retry_failed(self) -> Switch:
-        """Try again to mount the servers that failed at the last ``apply``."""
-        return await self.apply(self.config, list(self.config.scopes) or [DEFAULT_SCOPE])
-
     def status(self) -> dict[str, Any]:
         """For readiness detail: mounted servers with their tool counts, and failed ones with the reason."""
         return {
@@ -142,9 +138,6 @@ class UpstreamRuntime:
             "failed": dict(sorted(self.failed.items())),
             "pool": self.pool.status(),
         }
-
-    def scope_filter(self, scope: ScopeSpec) -> Callable[[str], bool]:
-        return scope_filter(self.registry, scope)
 
 
 def scope_filter(registry: Any, scope: ScopeSpec) -> Callable[[str], bool]:

@@ -117,11 +117,6 @@ class UpstreamSource:
     def module_ids(self) -> tuple[str, ...]:
         return tuple(sorted(self._modules))
 
-    def tool_of(self, module_id: str) -> str | None:
-        """The upstream tool name behind one of this source's module ids."""
-        module = self._modules.get(module_id)
-        return module.tool_name if module is not None else None
-
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def open(self) -> None:
