@@ -23,7 +23,6 @@ What it does to a request, in order:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apcore_mcp.http.body import send_json
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.resource_metadata import MCP_RESOURCE, Resource, metadata_routes, resources_for
 from apcore_mcp.http.tokens import (
@@ -204,13 +204,13 @@ class BearerAuth:
         body = {"error": error or "unauthorized", "error_description": description or "A bearer token is required"}
         if status == 403:
             body["error_description"] = f"This needs the scopes: {' '.join(sorted(scopes))}"
-        await _send_json(send, status, body, [(b"www-authenticate", header.encode())])
+        await send_json(send, status, body, headers={"WWW-Authenticate": header, "Cache-Control": "no-store"})
 
     async def _unavailable(self, send: Send) -> None:
         if self.on_reject is not None:
             self.on_reject("auth_unavailable")
         body = {"error": "temporarily_unavailable", "error_description": "Tokens cannot be checked right now"}
-        await _send_json(send, 503, body, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+        await send_json(send, 503, body, headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"})
 
 
 def challenge(
@@ -265,23 +265,6 @@ def _bearer(value: bytes) -> str | None:
 
 def _quotable(text: str) -> str:
     return "".join(ch for ch in text if ch not in '"\\' and 0x20 <= ord(ch) < 0x7F)
-
-
-async def _send_json(send: Send, status: int, body: dict[str, str], headers: list[tuple[bytes, bytes]]) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"cache-control", b"no-store"),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
 
 
 # -- assembly ----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ and everything else are covered too, on ``0.0.0.0`` as on loopback.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apcore_mcp.http.body import send_json
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -163,12 +163,4 @@ async def _refuse(send: Send, scope: Scope, status: int, message: str) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
         return
-    body = json.dumps({"error": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, {"error": message})

@@ -163,7 +163,7 @@ class McpFront:
 
     async def _cancel_in_session(self, scope: Scope, request_id: str | int) -> None:
         """Deliver ``notifications/cancelled`` for ``request_id`` to the request's session, as its client would."""
-        if not any(key == _SESSION for key, _ in scope["headers"]):
+        if _header(scope, _SESSION) is None:
             return
         notification = {
             "jsonrpc": "2.0",
@@ -221,7 +221,5 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def _is_modern(scope: Scope) -> bool:
     """The SDK's routing rule: a version header naming no handshake-era revision goes the 2026-07-28 way."""
-    for key, value in scope["headers"]:
-        if key == _VERSION:
-            return value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
-    return False
+    version = _header(scope, _VERSION)
+    return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
