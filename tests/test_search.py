@@ -147,7 +147,8 @@ async def test_search_describe_and_invoke() -> None:
     bridge = search_bridge(Executor(example_registry(50)))
     async with Client(bridge.server, mode="legacy") as client:
         _text, found, _ = await meta(client, SEARCH_TOOLS, {"query": "word counts of a text", "limit": 2})
-        _text, described, _ = await meta(client, DESCRIBE_TOOL, {"names": ["text.stats", "nope.nothing"]})
+        names = ["text.stats", "reports.chart", "nope.nothing"]  # the chart's output holds an image field
+        _text, described, _ = await meta(client, DESCRIBE_TOOL, {"names": names})
         _text, invoked, error = await meta(client, INVOKE_TOOL, {"name": "text.stats", "arguments": {"text": "a b a"}})
         direct = await client.session.call_tool(INVOKE_TOOL, {"name": "text.stats", "arguments": {"text": 1}})
         too_many = await client.session.call_tool(DESCRIBE_TOOL, {"names": ["x"] * (MAX_DESCRIBE + 1)})
@@ -157,8 +158,10 @@ async def test_search_describe_and_invoke() -> None:
         "description": "Count the characters, words and lines of a text and list its most frequent words",
         "hints": ["readOnlyHint", "idempotentHint"],
     }
-    (stats,) = described["tools"]
+    assert bridge.search is not None
+    stats, chart = described["tools"]
     assert stats["inputSchema"] == bridge.search.catalog.get("text.stats").input_schema  # type: ignore[union-attr]
+    assert "chart" not in chart["outputSchema"]["properties"]  # the image goes out as a content block
     assert described["not_found"] == ["nope.nothing"]
     assert not error and invoked["words"] == 3
     assert direct.is_error and "text" in direct.content[0].text  # the target's own validation

@@ -115,15 +115,25 @@ def _contract(model: type[BaseModel], what: str = "Input") -> JsonSchemaModel:
     return JsonSchemaModel(model.model_json_schema(), what=what)
 
 
-class SearchTools:
+class _MetaTool:
+    """What the three meta-tools share: the index, and which tools a caller may see."""
+
+    def __init__(self, search: ToolSearch, visible: Visibility, executor: Any = None) -> None:
+        self._search = search
+        self._visible = visible
+        self._executor = executor
+
+    def _find(self, name: str, caller: Any) -> ToolRecord | None:
+        """The tool ``name`` if this caller may see it; hidden and absent alike are ``None``."""
+        record = self._search.catalog.get(name)
+        return record if record is not None and self._visible(name, caller) else None
+
+
+class SearchTools(_MetaTool):
     description = "Find tools by what they do: ranked names and one-line descriptions (then describe_tool)"
     input_schema = _contract(SearchToolsInput)
     output_schema = _contract(SearchToolsOutput, "Output")
     annotations = _LOOKUP
-
-    def __init__(self, search: ToolSearch, visible: Visibility) -> None:
-        self._search = search
-        self._visible = visible
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         caller = caller_context(context)
@@ -132,45 +142,36 @@ class SearchTools:
         return {"tools": [summary(record) for record in records]}
 
 
-class DescribeTool:
+class DescribeTool(_MetaTool):
     description = f"Full input and output schemas of up to {MAX_DESCRIBE} tools, by name"
     input_schema = _contract(DescribeToolInput)
     output_schema = _contract(DescribeToolOutput, "Output")
     annotations = _LOOKUP
-
-    def __init__(self, search: ToolSearch, visible: Visibility) -> None:
-        self._search = search
-        self._visible = visible
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         caller = caller_context(context)
         tools: list[dict[str, Any]] = []
         missing: list[str] = []
         for name in dict.fromkeys(inputs["names"]):
-            record = self._search.catalog.get(name)
-            if record is None or not self._visible(name, caller):
+            record = self._find(name, caller)
+            if record is None:
                 missing.append(name)  # hidden and absent alike: nothing tells them apart
             else:
                 tools.append(description(record))
         return {"tools": tools, "not_found": missing}
 
 
-class InvokeTool:
+class InvokeTool(_MetaTool):
     description = "Run a tool found with search_tools, with arguments matching its describe_tool schema"
     input_schema = _contract(InvokeToolInput)
     output_schema = ResultOutput(None)
     annotations = _INVOKE
 
-    def __init__(self, search: ToolSearch, executor: Any, visible: Visibility) -> None:
-        self._search = search
-        self._executor = executor
-        self._visible = visible
-
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         name = str(inputs["name"])
         caller = caller_context(context)
-        record = self._search.catalog.get(name)
-        if record is None or not self._visible(name, caller):
+        record = self._find(name, caller)
+        if record is None:
             raise ModuleNotFoundError(name)
         output = await self._executor.call_async(name, dict(inputs.get("arguments") or {}), caller)
         # The result the target would have given called directly (an upstream's passes through).
@@ -185,13 +186,8 @@ def summary(record: ToolRecord) -> dict[str, Any]:
 
 
 def description(record: ToolRecord) -> dict[str, Any]:
-    return {
-        "name": record.name,
-        "description": record.description,
-        "inputSchema": record.input_schema,
-        "outputSchema": record.output_schema or None,
-        "annotations": dict(record.hints),
-    }
+    """The tool as ``tools/list`` would list it (its MCP rendering), without ``_meta``."""
+    return record.mcp_tool.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"meta"})
 
 
 def meta_registry(search: ToolSearch, executor: Any, visible: Visibility | None = None) -> tuple[Registry, Executor]:
@@ -203,5 +199,5 @@ def meta_registry(search: ToolSearch, executor: Any, visible: Visibility | None 
     registry = Registry()
     registry.register(SEARCH_TOOLS, SearchTools(search, visible))
     registry.register(DESCRIBE_TOOL, DescribeTool(search, visible))
-    registry.register(INVOKE_TOOL, InvokeTool(search, executor, visible))
+    registry.register(INVOKE_TOOL, InvokeTool(search, visible, executor))
     return registry, Executor(registry)
