@@ -157,9 +157,22 @@ def scope_filter(registry: Any, scope: ScopeSpec) -> Callable[[str], bool]:
             return False
         if scope.prefix is not None and not module_id.startswith(scope.prefix):
             return False
-        return tags is None or module_id in registry.list(tags=tags, prefix=module_id)
+        return tags is None or has_tags(registry, module_id, tags)
 
     return include
+
+
+def has_tags(registry: Any, module_id: str, tags: list[str]) -> bool:
+    """Whether a module carries all of ``tags``: its own ``tags`` and its metadata's, as apcore counts them.
+
+    One module's check (``Registry.list(tags=...)`` would copy and scan the whole registry for it).
+    """
+    module = registry.get(module_id)
+    if module is None:
+        return False
+    have = set(getattr(module, "tags", None) or ())
+    have.update((registry.get_module_metadata(module_id) or {}).get("tags") or ())
+    return set(tags) <= have
 
 
 def _log(switch: Switch) -> None:
