@@ -48,10 +48,14 @@ def public_base(settings: Settings) -> str:
     """``public_url``, else ``http://HOST:PORT`` from the bind settings (no trailing slash)."""
     if settings.public_url:
         return settings.public_url.rstrip("/")
-    host = settings.host
+    return http_origin(settings.host, settings.port)
+
+
+def http_origin(host: str, port: int) -> str:
+    """``http://HOST:PORT``, an IPv6 address in brackets."""
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
+    return f"http://{host}:{port}"
 
 
 def make_resource(path: str, base: str, audiences: Iterable[str] = ()) -> Resource:

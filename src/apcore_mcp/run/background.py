@@ -9,6 +9,7 @@ from typing import Any
 
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
+from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.serve import build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import configure_logging, normalize_transport
@@ -42,7 +43,7 @@ class MCPServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.settings.host}:{self.port}"
+        return http_origin(self.settings.host, self.port)
 
     @property
     def running(self) -> bool:

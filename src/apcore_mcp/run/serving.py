@@ -24,6 +24,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
+from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.shutdown import drain
 from apcore_mcp.run.stdin import stdin_lines
@@ -204,7 +205,7 @@ async def serving_http(
                 if task.done():
                     task.result()  # it failed to start: say why
                 await asyncio.sleep(0.01)
-        yield server, f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        yield server, http_origin(host, port)
     finally:
         server.should_exit = True
         with contextlib.suppress(Exception):
