@@ -1,6 +1,6 @@
 """Rewrite the README's generated tables from the settings declarations: python scripts/update_readme.py
 
-Each table sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` markers; ``tests/test_settings_docs.py``
+Each table sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` markers; ``tests/test_service.py``
 fails while the README differs from what this writes.
 """
 
@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from apcore_mcp.cli import cli_table
+from apcore_mcp.declared import parameters_table
 from apcore_mcp.env import settings_table
-from apcore_mcp.settings import parameters_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TABLES = {"cli-table": cli_table, "env-table": settings_table, "parameters-table": parameters_table}

@@ -13,8 +13,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from apcore_mcp.declared import options
 from apcore_mcp.env import LAUNCH_OPTIONS
-from apcore_mcp.settings import SettingError, Settings, options
+from apcore_mcp.settings import SettingError, Settings
 from test_deploy import final_stage, image_cmd, option
 
 from deploy_support import DEPLOY, REPO

@@ -1,6 +1,6 @@
 """Settings from ``APCORE_MCP_*`` environment variables, read once at an entry point.
 
-The variables are derived from the ``Settings`` declarations (``settings.options()``), plus
+The variables are derived from the ``Settings`` declarations (``declared.options()``), plus
 the launch options that are not server settings (``LAUNCH_OPTIONS``).
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apcore_mcp.settings import ENV_PREFIX, Option, SettingError, Settings, options
+from apcore_mcp.declared import options
+from apcore_mcp.settings import ENV_PREFIX, Option, SettingError, Settings
 
 DEFAULT_EXTENSIONS_DIR = "examples/extensions"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -132,7 +133,7 @@ def settings_table() -> str:
 
 
 def _default_suffix(opt: Option) -> str:
-    from apcore_mcp.settings import default_of
+    from apcore_mcp.declared import default_of
 
     if opt.default_text is not None:
         return f" (default: {opt.default_text})"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,13 +50,10 @@ __all__ = [
     "Settings",
     "Transport",
     "configure_logging",
-    "default_of",
     "is_loopback_host",
     "normalize_log_level",
     "normalize_transport",
     "option",
-    "options",
-    "parameters_table",
 ]
 
 
@@ -427,40 +423,6 @@ def is_loopback_host(host: str) -> bool:
     return is_loopback_address(host)
 
 
-def options() -> Iterator[Option]:
-    """Every setting's ``Option``, in declaration order."""
-    for item in dataclasses.fields(Settings):
-        spec = item.metadata.get("spec")
-        if spec is None:
-            continue
-        dashed = item.name.replace("_", "-")
-        flag = spec["flag"]
-        if flag == "":
-            flag = f"--no-{dashed}" if spec["kind"] == "bool" and item.default is True else f"--{dashed}"
-        env = spec["env"]
-        if env == "":
-            env = item.name.upper()
-        yield Option(
-            name=item.name,
-            help=spec["help"],
-            group=spec["group"],
-            kind=spec["kind"],
-            flag=flag,
-            env=env,
-            choices=spec["choices"],
-            metavar=spec["metavar"],
-            secret=spec["secret"],
-            default_text=spec["default_text"],
-        )
-
-
-def default_of(name: str) -> Any:
-    for item in dataclasses.fields(Settings):
-        if item.name == name:
-            return item.default
-    raise KeyError(name)
-
-
 def configure_logging(level: str | None) -> None:
     """Apply ``log_level``: a stderr handler via ``basicConfig`` and the ``apcore_mcp`` level.
 
@@ -471,13 +433,3 @@ def configure_logging(level: str | None) -> None:
     numeric = getattr(logging, normalize_log_level(level))
     logging.basicConfig(level=numeric, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apcore_mcp").setLevel(numeric)
-
-
-def parameters_table() -> str:
-    """The README's table of ``serve()`` / ``MCPServer`` / ``Settings`` keyword arguments."""
-    rows = []
-    for opt in options():
-        default = default_of(opt.name)
-        shown = opt.default_text or ("`None`" if default is None else f"`{default!r}`")
-        rows.append(f"| `{opt.name}` | {shown} | {opt.help} |")
-    return "\n".join(["| parameter | default | meaning |", "| --- | --- | --- |", *rows])
