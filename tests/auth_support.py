@@ -198,11 +198,19 @@ def reachable_strings(roots: list[Any], limit: int = 50_000) -> list[str]:
 
 
 def role_executor() -> Executor:
-    """The test registry plus ``demo.snoop``; external callers need the ``writer`` role for ``demo.*``."""
+    """The test registry plus ``demo.snoop`` and ``gated.echo``; external callers need the ``writer``
+    role for ``demo.*``, and for ``gated.echo``, which the ACL also puts to a human each call."""
     registry = make_registry()
     registry.register("demo.snoop", Snoop())
+    registry.register("gated.echo", Echo())
+    writers = {"roles": ["writer"]}
     acl = ACL(
-        [ACLRule(callers=["@external"], targets=["demo.*"], effect="allow", conditions={"roles": ["writer"]})],
+        [
+            ACLRule(callers=["@external"], targets=["demo.*"], effect="allow", conditions=writers),
+            ACLRule(
+                callers=["@external"], targets=["gated.*"], effect="allow", conditions=writers, approval="required"
+            ),
+        ],
         default_effect="deny",
     )
     return Executor(registry, acl=acl)

@@ -134,6 +134,7 @@ async def test_tools_list_is_filtered_to_what_the_caller_may_call(issuer: Issuer
             listed = await client.list_tools()
             names = {tool.name for tool in listed.tools}
             assert "demo.echo" in names and "admin.secret" not in names  # the ACL
+            assert "gated.echo" in names  # allowed with an approval: callable, so listed
             assert "demo.snoop" not in names  # alice's token lacks its scope
             if mode == "auto":
                 assert listed.cache_scope == "private"  # the list varies by caller

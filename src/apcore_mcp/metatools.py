@@ -16,17 +16,18 @@ those three, constant whatever the catalog does (tools/list must not vary with s
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
 from apcore import Context, Executor, ModuleAnnotations, Registry
-from apcore.builtin_steps import BuiltinACLCheck
 from apcore.errors import ModuleNotFoundError
 from pydantic import BaseModel, Field
 
 from apcore_mcp.calls import success_outcome, wire_result
 from apcore_mcp.content import MCP_RESULT_KEY
+from apcore_mcp.mcp.access import acl_allows, executor_acl
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.search import ToolSearch
 from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
@@ -47,16 +48,10 @@ _INVOKE = ModuleAnnotations(destructive=True, open_world=True)
 
 def acl_visibility(executor: Any) -> Visibility:
     """The executor's ACL as a visibility test (everything is visible without an ACL)."""
-    steps = getattr(getattr(executor, "current_strategy", None), "steps", ())
-    acls = [step.acl for step in steps if isinstance(step, BuiltinACLCheck) and step.acl is not None]
-    if not acls:
+    acl = executor_acl(executor)
+    if acl is None:
         return lambda _module_id, _context: True
-
-    def visible(module_id: str, context: Any) -> bool:
-        # caller None is what a top-level call reaches the ACL as (apcore's "@external").
-        return all(acl.check_access(None, module_id, context).access == "allow" for acl in acls)
-
-    return visible
+    return functools.partial(acl_allows, acl)
 
 
 def caller_context(context: Any) -> Any:

@@ -38,7 +38,7 @@ from apcore_mcp.context import CallContext
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
-from apcore_mcp.principal import identity_of, principal_of
+from apcore_mcp.principal import identity_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
 
@@ -181,14 +181,11 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         )
 
     async def list_tools(request: Request) -> JSONResponse:
-        return JSONResponse([tool_summary(record) for record in catalog.records() if visible(request, record)])
+        shown = bridge.access.listed(request.scope, identity_of(request.scope))
+        return JSONResponse([tool_summary(record) for record in catalog.records() if shown(record.name)])
 
     def visible(request: Request, record: ToolRecord) -> bool:
-        if not settings.auth_filter_tools:
-            return True
-        principal = principal_of(request.scope)
-        scopes = principal.scopes if principal is not None else None
-        return bridge.access.may_call(record.name, identity_of(request.scope), scopes)
+        return bridge.access.listed(request.scope, identity_of(request.scope))(record.name)
 
     async def get_tool(request: Request) -> JSONResponse:
         record = catalog.get(request.path_params["name"])

@@ -10,6 +10,7 @@ by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apcore import Context, Identity
@@ -24,6 +25,15 @@ from apcore_mcp.principal import ScopeRules, principal_of, request_identity, too
 def executor_acl(executor: Any) -> Any | None:
     """The ACL an apcore ``Executor`` enforces (it has no public getter; ``set_acl`` stores it here)."""
     return getattr(executor, "_acl", None)
+
+
+def acl_allows(acl: Any, module_id: str, context: Any) -> bool:
+    """Whether ``acl`` lets an outside caller (apcore's ``@external``) reach the tool.
+
+    Allowed with an approval requirement counts as allowed: the call is put to a human then,
+    so the tool is the caller's to see. (``ACL.check`` answers ``False`` for it.)
+    """
+    return bool(acl.check_access(None, module_id, context).access == "allow")
 
 
 class ToolAccess:
@@ -53,23 +63,31 @@ class ToolAccess:
         message = f"Access denied: needs scope {' '.join(sorted(missing))}"
         return CallOutcome(tool=name, error=SafeError("access_denied", message))
 
-    def may_call(self, name: str, identity: Identity | None, scopes: frozenset[str] | None) -> bool:
-        """Whether a caller holding ``scopes`` (``None``: no token) may call tool ``name``, as far as is known.
+    def listed(self, scope: Mapping[str, Any] | None, identity: Identity | None) -> Callable[[str], bool]:
+        """Which tools a list shows the caller of an ASGI ``scope``: all unless lists are filtered.
 
-        The tool name is the module id the ACL's targets name.
+        Filtered, a tool is shown when the caller's token holds its scopes (no token: not checked
+        here) and the ACL lets the caller reach it (the tool name is the module id it names).
         """
-        if scopes is not None and tool_scopes(self.tool_rules, name) - scopes:
-            return False
-        return self.acl is None or bool(self.acl.check(None, name, Context.create(identity=identity)))
+        if not self.filter_list:
+            return lambda _name: True
+        principal = principal_of(scope)
+        scopes = principal.scopes if principal is not None else None
+        context = Context.create(identity=identity)  # one per list, not per tool
+
+        def shown(name: str) -> bool:
+            if scopes is not None and tool_scopes(self.tool_rules, name) - scopes:
+                return False
+            return self.acl is None or acl_allows(self.acl, name, context)
+
+        return shown
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         result = await call_next(ctx)
         if not self.filter_list or ctx.method != "tools/list" or not isinstance(result, dict):
             return result
-        principal = principal_of(getattr(ctx.request, "scope", None))
-        identity = request_identity(ctx.request, self.default_identity)
-        scopes = principal.scopes if principal is not None else None
-        tools = [tool for tool in result.get("tools", []) if self.may_call(str(tool.get("name")), identity, scopes)]
+        shown = self.listed(getattr(ctx.request, "scope", None), request_identity(ctx.request, self.default_identity))
+        tools = [tool for tool in result.get("tools", []) if shown(str(tool.get("name")))]
         filtered = {**result, "tools": tools}
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             filtered["cacheScope"] = "private"
