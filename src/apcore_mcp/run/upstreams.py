@@ -49,13 +49,15 @@ async def serving_upstreams(
         async with serving_scopes, anyio.create_task_group() as tasks:
 
             async def reload() -> None:
-                config = read_config(settings, environ)
+                config = await anyio.to_thread.run_sync(read_config, settings, environ)  # file I/O
                 if config is None:
                     return
+                switch = await reload_upstreams(runtime, settings, environ, config=config)
+                if switch is None:
+                    return  # refused (logged): servers, scopes and selection all stay as they were
                 if endpoints is not None:
                     await endpoints.update(config, skip=main)
-                switch = await reload_upstreams(runtime, settings, environ, config=config)
-                if switch is not None and bridge.selection is not None:
+                if bridge.selection is not None:
                     bridge.selection.update(main_scope(config, settings))
                     bridge.refilter()
                 if endpoints is not None:

@@ -108,10 +108,10 @@ async def watch_config(path: str | Path, on_change: Callable[[], Awaitable[Any]]
     Polled (a hash every ``interval`` seconds): no file-watching dependency for one small file.
     """
     target = Path(path)
-    last = _fingerprint(target)
+    last = _fingerprint(target)  # at once, before the first wait: a change right after start is seen
     while True:
         await anyio.sleep(interval)
-        current = _fingerprint(target)
+        current = await anyio.to_thread.run_sync(_fingerprint, target)  # off the event loop
         if current is not None and current != last:
             last = current
             logger.info("Upstream config %s changed; reloading", target)
