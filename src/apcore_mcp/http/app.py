@@ -21,9 +21,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.auth import build_auth
@@ -36,6 +36,7 @@ from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
+from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
@@ -47,34 +48,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MCP_PATH = "/mcp"
-SSE_PATH = "/sse"
-MESSAGES_PATH = "/messages/"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 _MAX_RENDERED = 64  # distinct /openai/tools queries kept per catalog generation
-
-
-class SseEndpoint:
-    """``GET /sse``: one legacy SSE connection, served until the client goes away."""
-
-    def __init__(self, bridge: Bridge, transport: SseServerTransport) -> None:
-        self.bridge = bridge
-        self.transport = transport
-        self.connections = 0
-        """Open SSE connections (each is one MCP session)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "GET":
-            await PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "GET"})(scope, receive, send)
-            return
-        server = self.bridge.server
-        async with self.transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
-            self.connections += 1
-            try:
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-            finally:
-                self.connections -= 1
 
 
 def create_app(
@@ -104,7 +80,7 @@ def create_app(
         max_request_body_size=settings.max_body_bytes,
     )
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
-    sse_endpoint = SseEndpoint(bridge, sse)
+    sse_endpoint = SseEndpoint(bridge.server, sse)
     metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
 
     # With auth on, explorer calls carry the caller's own token: no separate explorer token.

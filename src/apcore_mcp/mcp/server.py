@@ -46,15 +46,15 @@ class ApcoreServer(Server[Any]):
     """A low-level ``Server`` whose default capabilities tell the truth about list changes.
 
     The Streamable HTTP session manager builds initialization options with no arguments,
-    which would advertise ``listChanged: false``; here the default follows ``live``.
+    which would advertise ``listChanged: false``; here the default is ``notifications``.
     """
 
-    def __init__(self, name: str, *, version: str, live: bool, **handlers: Any) -> None:
+    def __init__(self, name: str, *, version: str, notifications: NotificationOptions, **handlers: Any) -> None:
         with warnings.catch_warnings():
             # logging/setLevel is deprecated in 2026-07-28 but still served to handshake clients.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             super().__init__(name, version=version, **handlers)
-        self.live = live
+        self.notifications = notifications
 
     def create_initialization_options(
         self,
@@ -62,9 +62,8 @@ class ApcoreServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        if notification_options is None:
-            notification_options = NotificationOptions(tools_changed=self.live, resources_changed=self.live)
-        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+        options = notification_options or self.notifications
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 @dataclass
@@ -168,7 +167,7 @@ def build_server(
     server = ApcoreServer(
         settings.name,
         version=settings.server_version(),
-        live=live,
+        notifications=NotificationOptions(tools_changed=live, resources_changed=live),
         cache_hints=cache_hints(live),
         # Without it the SDK runs a whole tools/list through the middleware for every 2026-07-28
         # tools/call with arguments, to find the schema its Mcp-Param-* headers are checked against.

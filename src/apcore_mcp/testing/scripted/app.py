@@ -16,35 +16,21 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Receive, Scope, Send
 
 from apcore_mcp.http.guard import LOOPBACK_NAMES, HostOriginGuard, HostPolicy
-from apcore_mcp.testing.scripted.server import RequestRecord, ScriptedServer
+from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
+from apcore_mcp.mcp.server import ApcoreServer
+from apcore_mcp.testing.scripted.server import RequestRecord
 
 
-class SseEndpoint:
-    """``GET /sse``: one legacy SSE connection (an ASGI app, so Starlette hands it the raw scope)."""
-
-    def __init__(self, server: ScriptedServer, transport: SseServerTransport) -> None:
-        self.server = server
-        self.transport = transport
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "GET":
-            await PlainTextResponse("Method Not Allowed", 405, headers={"Allow": "GET"})(scope, receive, send)
-            return
-        async with self.transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
-
-
-def create_scripted_app(server: ScriptedServer, record: RequestRecord, *, host: str = "127.0.0.1") -> Starlette:
+def create_scripted_app(server: ApcoreServer, record: RequestRecord, *, host: str = "127.0.0.1") -> Starlette:
     """The HTTP app for ``server``; ``host`` is the bound address, accepted as a Host header."""
     policy = HostPolicy([*LOOPBACK_NAMES, host])
     security = policy.to_sdk_settings()
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    sse = SseServerTransport("/messages/", security_settings=security)
+    sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
 
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "name": server.name, "version": server.version})
@@ -59,16 +45,16 @@ def create_scripted_app(server: ScriptedServer, record: RequestRecord, *, host: 
             yield
 
     routes: list[BaseRoute] = [
-        Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)),
-        Route("/sse", endpoint=SseEndpoint(server, sse)),
-        Mount("/messages/", app=sse.handle_post_message),
+        Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager)),
+        Route(SSE_PATH, endpoint=SseEndpoint(server, sse)),
+        Mount(MESSAGES_PATH, app=sse.handle_post_message),
         Route("/health", health, methods=["GET"]),
         Route("/requests", requests, methods=["GET"]),
     ]
     return Starlette(routes=routes, middleware=[Middleware(HostOriginGuard, policy=policy)], lifespan=lifespan)
 
 
-def run_http(server: ScriptedServer, record: RequestRecord, *, host: str, port: int) -> None:
+def run_http(server: ApcoreServer, record: RequestRecord, *, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn's own handling)."""
     app = create_scripted_app(server, record, host=host)
     config = uvicorn.Config(
@@ -77,7 +63,7 @@ def run_http(server: ScriptedServer, record: RequestRecord, *, host: str, port: 
     uvicorn.Server(config).run()
 
 
-async def run_stdio(server: ScriptedServer) -> None:
+async def run_stdio(server: ApcoreServer) -> None:
     """Serve one client on stdin/stdout until it closes the pipe."""
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -18,8 +18,7 @@ from typing import IO, Any
 import mcp.types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.models import InitializationOptions
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -31,6 +30,8 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
+from apcore_mcp.mcp.peer import connection_of
+from apcore_mcp.mcp.server import ApcoreServer
 from apcore_mcp.testing.scripted.player import Context, Player
 from apcore_mcp.testing.scripted.queues import case_of
 from apcore_mcp.testing.scripted.script import Script
@@ -101,8 +102,8 @@ class Connections:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         result = await call_next(ctx)
-        connection = getattr(ctx.session, "_connection", None)  # no public accessor in mcp 2.3
-        if ctx.method == "notifications/initialized" and isinstance(connection, Connection):
+        connection = connection_of(ctx)
+        if ctx.method == "notifications/initialized" and connection is not None:
             self._live.add(connection)
         return result
 
@@ -110,21 +111,7 @@ class Connections:
         return iter(list(self._live))
 
 
-class ScriptedServer(Server[Any]):
-    """Advertises ``listChanged`` for every list it serves: the HTTP session manager asks for
-    default options, which would say ``false``."""
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        options = notification_options or NotificationOptions(True, True, True)
-        return super().create_initialization_options(options, experimental_capabilities, extensions)
-
-
-def build_server(script: Script, record: RequestRecord) -> ScriptedServer:
+def build_server(script: Script, record: RequestRecord) -> ApcoreServer:
     """A server playing ``script`` and writing every request to ``record``."""
     bus = InMemorySubscriptionBus()
     connections = Connections()
@@ -163,9 +150,10 @@ def build_server(script: Script, record: RequestRecord) -> ScriptedServer:
         messages = [_fill(message, arguments) for message in found.messages]
         return types.GetPromptResult(description=found.prompt.description, messages=messages)
 
-    server = ScriptedServer(
+    server = ApcoreServer(
         script.name,
         version=script.version,
+        notifications=NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True),
         instructions=script.instructions,
         on_list_tools=list_tools,
         on_call_tool=player.call,
