@@ -55,11 +55,13 @@ async def test_list_changed_reaches_handshake_clients(mcp_server: McpServerFacto
     server = mcp_server(scripted_server(SCRIPT), transport)
     inbox = Inbox()
     async with server.client(message_handler=inbox.handler) as client:
-        tools = client.server_capabilities.tools
-        assert tools is not None
-        assert tools.list_changed is True
+        capabilities = client.server_capabilities
+        assert capabilities.tools is not None and capabilities.tools.list_changed is True
+        assert capabilities.resources is not None and capabilities.resources.list_changed is True
+        assert capabilities.prompts is not None and capabilities.prompts.list_changed is True
         assert (await client.call_tool("announce", {})).content[0].text == "announced"  # type: ignore[union-attr]
-        await inbox.wait_for("notifications/tools/list_changed")
+        for kind in ("tools", "resources", "prompts"):
+            await inbox.wait_for(f"notifications/{kind}/list_changed")
 
 
 async def test_list_changed_reaches_2026_listeners(mcp_server: McpServerFactory) -> None:
