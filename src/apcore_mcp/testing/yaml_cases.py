@@ -233,18 +233,18 @@ async def run_case(server: RunningServer, era: str, case: Case) -> Outcome:
     async def on_progress(value: float, _total: float | None, _message: str | None) -> None:
         progress.append(value)
 
-    async def elicit(_ctx: Any, _params: Any) -> types.ElicitResult | types.ErrorData:
-        return case.elicitation or types.ErrorData(
-            code=types.INVALID_REQUEST, message="the case gives no elicitation answer"
-        )
+    options: dict[str, Any] = {}  # a callback only for what the case answers: otherwise the client is incapable
+    if (elicited := case.elicitation) is not None:
 
-    async def sample(_ctx: Any, _params: Any) -> types.CreateMessageResult | types.ErrorData:
-        return case.sampling or types.ErrorData(code=types.INVALID_REQUEST, message="the case gives no sampling answer")
+        async def elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+            return elicited
 
-    options: dict[str, Any] = {}
-    if case.elicitation is not None:
         options["elicitation_callback"] = elicit
-    if case.sampling is not None:
+    if (sampled := case.sampling) is not None:
+
+        async def sample(_ctx: Any, _params: Any) -> types.CreateMessageResult:
+            return sampled
+
         options["sampling_callback"] = sample
     async with server.client(era=era, **options) as client:
         try:

@@ -78,12 +78,10 @@ class TurnQueues:
         self._queues[key] = deque(turns)
         self._scripted[key] = len(turns)
 
-    def load(self, case_id: str, tool: str, turns: tuple[Turn, ...]) -> bool:
+    def load(self, case_id: str, tool: str, turns: tuple[Turn, ...]) -> None:
         """Queue ``turns`` unless this case already has a queue (a repeated directive keeps its place)."""
-        if (case_id, tool) in self._queues:
-            return False
-        self._put((case_id, tool), turns)
-        return True
+        if (case_id, tool) not in self._queues:
+            self._put((case_id, tool), turns)
 
     def pop(self, case_id: str, tool: str) -> Turn:
         """The next turn.
