@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from apcore_mcp.limits import is_loopback_address
+from apcore_mcp.options import AUTH_MODES, WILDCARD_HOSTS, SettingError, check_positive, set_field
 from apcore_mcp.principal import check_scopes, parse_api_key, parse_scope_rules
-from apcore_mcp.settings import AUTH_MODES, WILDCARD_HOSTS, SettingError, is_loopback_host
 
 MIN_HMAC_SECRET = 32
 """Characters an HS* shared secret needs at least (inline or read from a file)."""
@@ -35,10 +36,6 @@ _ENTRY_CHECKS: dict[str, Callable[[Any, str], object]] = {
 }
 
 
-def _set(settings: Settings, name: str, value: Any) -> None:
-    object.__setattr__(settings, name, value)
-
-
 def _strings(settings: Settings, name: str) -> tuple[str, ...]:
     values = getattr(settings, name)
     if values is None:
@@ -52,19 +49,17 @@ def check_auth(s: Settings) -> None:
     if s.auth not in AUTH_MODES:
         raise SettingError("auth", f"auth must be one of: {', '.join(AUTH_MODES)}, got {s.auth!r}")
     if s.public_url is not None:
-        _set(s, "public_url", check_url(s.public_url, "public_url", https_only=False))
+        set_field(s, "public_url", check_url(s.public_url, "public_url", https_only=False))
     elif s.auth != "none" and s.host.lower() in WILDCARD_HOSTS:
         raise SettingError("public_url", "public_url is required when auth is on and the host is a wildcard address")
     for name in (*_LISTS, "stdio_roles"):
-        _set(s, name, _strings(s, name))
+        set_field(s, name, _strings(s, name))
     for name, check in _ENTRY_CHECKS.items():
         try:
             check(getattr(s, name), name)
         except ValueError as exc:
             raise SettingError(name, str(exc)) from None
-    ttl = s.auth_jwks_ttl
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
-        raise SettingError("auth_jwks_ttl", f"auth_jwks_ttl must be a positive number, got {ttl!r}")
+    check_positive(s, "auth_jwks_ttl")
     for name in ("auth_id_claim", "auth_roles_claim", "stdio_identity_type"):
         if not isinstance(getattr(s, name), str) or not getattr(s, name).strip():
             raise SettingError(name, f"{name} must not be empty")
@@ -98,7 +93,7 @@ def _check_jwt(s: Settings) -> None:
             "auth_jwks_url", "auth 'jwt' needs exactly one of auth_jwks_url, auth_jwt_key, auth_jwt_key_file"
         )
     if s.auth_jwks_url:
-        _set(s, "auth_jwks_url", check_url(s.auth_jwks_url, "auth_jwks_url", https_only=True))
+        set_field(s, "auth_jwks_url", check_url(s.auth_jwks_url, "auth_jwks_url", https_only=True))
     algorithms = set(s.auth_algorithms)
     unknown = algorithms - HMAC_ALGORITHMS - ASYMMETRIC_ALGORITHMS
     if not algorithms or unknown:
@@ -124,6 +119,6 @@ def check_url(url: str, name: str, *, https_only: bool) -> str:
         or parts.fragment
     ):
         raise SettingError(name, f"{name} must be an http(s) URL without credentials, query or fragment, got {url!r}")
-    if https_only and parts.scheme != "https" and not is_loopback_host(parts.hostname):
+    if https_only and parts.scheme != "https" and not is_loopback_address(parts.hostname):
         raise SettingError(name, f"{name} must use https (plain http only on loopback)")
     return url.strip().rstrip("/")

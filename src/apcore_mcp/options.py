@@ -101,6 +101,18 @@ def normalize_log_level(level: str) -> str:
     return str(value)
 
 
+def set_field(settings: Any, name: str, value: Any) -> None:
+    """Normalize a field of a frozen ``Settings`` while it is being checked."""
+    object.__setattr__(settings, name, value)
+
+
+def check_positive(settings: Any, name: str) -> None:
+    """A field that must be a number above zero (``True`` is not a number here)."""
+    value = getattr(settings, name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise SettingError(name, f"{name} must be a positive number, got {value!r}")
+
+
 def _as_tuple(values: Sequence[str] | str | None, what: str) -> tuple[str, ...]:
     if values is None:
         return ()

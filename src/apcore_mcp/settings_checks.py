@@ -7,23 +7,22 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from apcore_mcp.auth_settings import check_auth
 from apcore_mcp.options import (
     APPROVAL_MODES,
     MAX_NAME_LENGTH,
     TOOL_MODES,
     SettingError,
     _as_tuple,
+    check_positive,
     normalize_log_level,
+    set_field,
 )
 
 if TYPE_CHECKING:
     from apcore_mcp.settings import Settings
-
-
-def _set(settings: Settings, name: str, value: Any) -> None:
-    object.__setattr__(settings, name, value)
 
 
 def _check_identity(s: Settings) -> None:
@@ -40,7 +39,7 @@ def _check_filters(s: Settings) -> None:
         tags = _as_tuple(s.tags, "tags")
         if any(not isinstance(tag, str) or not tag for tag in tags):
             raise SettingError("tags", "Tag values must not be empty")
-        _set(s, "tags", tags or None)
+        set_field(s, "tags", tags or None)
     if s.prefix is not None and (not isinstance(s.prefix, str) or not s.prefix):
         raise SettingError("prefix", "prefix must not be empty")
 
@@ -54,7 +53,7 @@ def _check_network(s: Settings) -> None:
         entries = _as_tuple(getattr(s, what), what)
         if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
             raise SettingError(what, f"{what} entries must not be empty")
-        _set(s, what, tuple(entry.strip() for entry in entries))
+        set_field(s, what, tuple(entry.strip() for entry in entries))
 
 
 def _check_protocol(s: Settings) -> None:
@@ -63,18 +62,12 @@ def _check_protocol(s: Settings) -> None:
     keys = _as_tuple(s.request_state_keys, "request_state_keys")
     if any(not isinstance(key, str) or len(key) < 32 for key in keys):
         raise SettingError("request_state_keys", "request_state_keys entries must be at least 32 characters")
-    _set(s, "request_state_keys", keys)
+    set_field(s, "request_state_keys", keys)
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
-    _positive(s, "input_timeout")
-    _positive(s, "request_state_ttl")
-    _positive(s, "sse_retry_ms")
-
-
-def _positive(s: Settings, name: str) -> None:
-    value = getattr(s, name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise SettingError(name, f"{name} must be a positive number, got {value!r}")
+    check_positive(s, "input_timeout")
+    check_positive(s, "request_state_ttl")
+    check_positive(s, "sse_retry_ms")
 
 
 def _check_service(s: Settings) -> None:
@@ -82,12 +75,12 @@ def _check_service(s: Settings) -> None:
         raise SettingError("shutdown_timeout", f"shutdown_timeout must be a number, got {s.shutdown_timeout!r}")
     if not s.shutdown_timeout >= 0:
         raise SettingError("shutdown_timeout", f"shutdown_timeout must be >= 0, got {s.shutdown_timeout}")
-    _set(s, "explorer_prefix", _check_prefix(s.explorer_prefix))
+    set_field(s, "explorer_prefix", _check_prefix(s.explorer_prefix))
     if s.execute_token is not None and len(s.execute_token) < 16:
         raise SettingError("execute_token", "execute_token must be at least 16 characters")
     if s.log_level is not None:
         try:
-            _set(s, "log_level", normalize_log_level(s.log_level))
+            set_field(s, "log_level", normalize_log_level(s.log_level))
         except ValueError as exc:
             raise SettingError("log_level", str(exc)) from None
 
@@ -126,9 +119,9 @@ def _check_traffic(s: Settings) -> None:
     _whole(s, "max_sessions", 1)
     _whole(s, "max_sessions_per_caller", 1)
     for name in ("header_timeout", "body_timeout", "session_idle_timeout"):
-        _positive(s, name)
+        check_positive(s, name)
     if s.rate_limit is not None:
-        _positive(s, "rate_limit")
+        check_positive(s, "rate_limit")
     if s.rate_burst is not None:
         _whole(s, "rate_burst", 1)
     if s.max_concurrent_calls is not None:
@@ -139,12 +132,6 @@ def _whole(s: Settings, name: str, minimum: int) -> None:
     value = getattr(s, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SettingError(name, f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_auth(s: Settings) -> None:
-    from apcore_mcp.auth_settings import check_auth  # kept apart: the auth rules are many
-
-    check_auth(s)
 
 
 def _check_upstreams(s: Settings) -> None:
@@ -168,7 +155,7 @@ CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_limits,
     _check_replicas,
     _check_traffic,
-    _check_auth,
+    check_auth,  # kept apart (auth_settings.py): the auth rules are many
     _check_upstreams,
 )
 
