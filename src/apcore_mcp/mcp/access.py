@@ -15,10 +15,10 @@ from typing import Any
 
 from apcore import Context, Identity
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apcore_mcp.calls import CallOutcome
 from apcore_mcp.errors import SafeError
+from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.principal import ScopeRules, principal_of, request_identity, tool_scopes
 
 
@@ -89,6 +89,6 @@ class ToolAccess:
         shown = self.listed(getattr(ctx.request, "scope", None), request_identity(ctx.request, self.default_identity))
         tools = [tool for tool in result.get("tools", []) if shown(str(tool.get("name")))]
         filtered = {**result, "tools": tools}
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if is_modern(ctx):
             filtered["cacheScope"] = "private"
         return filtered

@@ -36,7 +36,8 @@ _REQUESTS: dict[str, tuple[type[types.ServerRequest], type[Any]]] = {
     "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
     "roots/list": (types.ListRootsRequest, types.ListRootsResult),
 }
-_ANSWER_TYPES: dict[str, type[Any]] = {method: result for method, (_, result) in _REQUESTS.items()}
+ANSWER_TYPES: dict[str, type[Any]] = {method: result for method, (_, result) in _REQUESTS.items()}
+"""The result type of each client request a server may send (elicitation, sampling, roots)."""
 
 
 class LogLevels:
@@ -185,7 +186,7 @@ def _answers(answer: dict[str, Any] | None, request: dict[str, Any]) -> bool:
     if answer is None:
         return False
     try:
-        _ANSWER_TYPES[request["method"]].model_validate(answer)
+        ANSWER_TYPES[request["method"]].model_validate(answer)
     except ValidationError:
         return False
     return True

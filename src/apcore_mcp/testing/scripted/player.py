@@ -20,8 +20,8 @@ import pydantic
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from apcore_mcp.mcp.peer import ANSWER_TYPES, is_modern
 from apcore_mcp.testing.fields import DocumentError
 from apcore_mcp.testing.scripted.queues import NoTurnLeft, TurnQueues, case_of, read_directives
 from apcore_mcp.testing.scripted.script import DEFAULT_CASE, InputRound, Script, Turn
@@ -29,12 +29,6 @@ from apcore_mcp.testing.scripted.script import DEFAULT_CASE, InputRound, Script,
 Context = ServerRequestContext[Any, Any]
 Announce = Callable[[Context, tuple[str, ...]], Awaitable[None]]
 ToolResult = types.CallToolResult | types.InputRequiredResult
-
-_RESULT_TYPES: dict[str, type[types.Result]] = {
-    "elicitation/create": types.ElicitResult,
-    "sampling/createMessage": types.CreateMessageResult,
-    "roots/list": types.ListRootsResult,
-}
 
 
 @dataclass
@@ -73,7 +67,7 @@ class Player:
         await self._prelude(ctx, turn)
         if not turn.rounds:
             return _answer(turn, {})
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if is_modern(ctx):
             return self._ask(_InProgress(turn, 0))
         answers: dict[str, Any] = {}
         try:
@@ -134,7 +128,7 @@ async def _ask_now(ctx: Context, requests: InputRound) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     related = ServerMessageMetadata(related_request_id=ctx.request_id)
     for key, request in requests.items():
-        result = await ctx.session.send_request(request, _RESULT_TYPES[request.method], metadata=related)
+        result = await ctx.session.send_request(request, ANSWER_TYPES[request.method], metadata=related)
         answers[key] = _dump(result)
     return answers
 
