@@ -21,6 +21,8 @@ from apcore_mcp.search import ToolSearch, tokenize
 from apcore_mcp.settings import Settings
 from upstream_support import mounted, stdio_entry
 
+from support import Echo
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 GENERATED = 1200
 
@@ -166,6 +168,20 @@ async def test_search_describe_and_invoke() -> None:
     assert not error and invoked["words"] == 3
     assert direct.is_error and "text" in direct.content[0].text  # the target's own validation
     assert too_many.is_error
+
+
+async def test_invoke_tool_holds_the_target_to_the_output_size_limit() -> None:
+    registry = Registry()
+    registry.register("demo.echo", Echo())
+    bridge = Bridge.build(Executor(registry), Settings(tool_mode="search", max_output_bytes=1024))
+    async with Client(bridge.server, mode="legacy") as client:
+        big = await client.session.call_tool(
+            INVOKE_TOOL, {"name": "demo.echo", "arguments": {"text": "x" * 600, "times": 5}}
+        )
+        small = await client.session.call_tool(INVOKE_TOOL, {"name": "demo.echo", "arguments": {"text": "hi"}})
+    bridge.close()
+    assert not small.is_error
+    assert big.is_error and "exceeds the limit" in big.content[0].text  # type: ignore[union-attr]
 
 
 async def test_hidden_tools_are_never_found_and_look_exactly_missing() -> None:

@@ -170,7 +170,7 @@ class Bridge:
 
             # The served list is the meta-tools, constant; the full catalog is only searched.
             search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
-            meta, served_executor = meta_registry(search, executor)
+            meta, served_executor = meta_registry(search, executor, max_output_bytes=settings.max_output_bytes)
             served = ToolCatalog(meta)
             served.load()
         router = CallRouter(served_executor, served, max_output_bytes=settings.max_output_bytes)

@@ -147,14 +147,7 @@ class CallRouter:
         outcome = await self._execute(record, arguments, call)
         if not outcome.ok:
             return outcome
-        try:
-            cheap = precheck_size(outcome.value, self.max_output_bytes)
-        except OutputError as exc:  # surely too large: refused before spending time encoding it
-            return output_error(record, exc)
-        if cheap:
-            return success_outcome(record, outcome.value, self.max_output_bytes)
-        # Many values: encoding takes a while, so it runs off the event loop (and /health stays free).
-        return await anyio.to_thread.run_sync(success_outcome, record, outcome.value, self.max_output_bytes)
+        return await finish_outcome(record, outcome.value, self.max_output_bytes)
 
     async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
         """Run a resource module; the outcome's ``value`` is its raw output."""
@@ -194,6 +187,18 @@ class CallRouter:
             _merge(merged, chunk)
             await call.report_progress(count, None, dump_json(to_json_value(chunk)))
         return merged
+
+
+async def finish_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None) -> CallOutcome:
+    """``success_outcome``, refusing a surely too large output first, and off the event loop when large."""
+    try:
+        cheap = precheck_size(output, max_output_bytes)
+    except OutputError as exc:  # surely too large: refused before spending time encoding it
+        return output_error(record, exc)
+    if cheap:
+        return success_outcome(record, output, max_output_bytes)
+    # Many values: encoding takes a while, so it runs off the event loop (and /health stays free).
+    return await anyio.to_thread.run_sync(success_outcome, record, output, max_output_bytes)
 
 
 def success_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None = None) -> CallOutcome:

@@ -25,7 +25,7 @@ from apcore import Context, Executor, ModuleAnnotations, Registry
 from apcore.errors import ModuleNotFoundError
 from pydantic import BaseModel, Field
 
-from apcore_mcp.calls import success_outcome, wire_result
+from apcore_mcp.calls import finish_outcome, wire_result
 from apcore_mcp.content import MCP_RESULT_KEY
 from apcore_mcp.mcp.access import acl_allows, executor_acl
 from apcore_mcp.records import ToolRecord
@@ -113,10 +113,13 @@ def _contract(model: type[BaseModel], what: str = "Input") -> JsonSchemaModel:
 class _MetaTool:
     """What the three meta-tools share: the index, and which tools a caller may see."""
 
-    def __init__(self, search: ToolSearch, visible: Visibility, executor: Any = None) -> None:
+    def __init__(
+        self, search: ToolSearch, visible: Visibility, executor: Any = None, max_output_bytes: int | None = None
+    ) -> None:
         self._search = search
         self._visible = visible
         self._executor = executor
+        self._max_output_bytes = max_output_bytes
 
     def _find(self, name: str, caller: Any) -> ToolRecord | None:
         """The tool ``name`` if this caller may see it; hidden and absent alike are ``None``."""
@@ -170,7 +173,8 @@ class InvokeTool(_MetaTool):
             raise ModuleNotFoundError(name)
         output = await self._executor.call_async(name, dict(inputs.get("arguments") or {}), caller)
         # The result the target would have given called directly (an upstream's passes through).
-        return {MCP_RESULT_KEY: json.dumps(wire_result(success_outcome(record, output)), ensure_ascii=False)}
+        outcome = await finish_outcome(record, output, self._max_output_bytes)
+        return {MCP_RESULT_KEY: json.dumps(wire_result(outcome), ensure_ascii=False)}
 
 
 def summary(record: ToolRecord) -> dict[str, Any]:
@@ -185,14 +189,17 @@ def description(record: ToolRecord) -> dict[str, Any]:
     return record.mcp_tool.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"meta"})
 
 
-def meta_registry(search: ToolSearch, executor: Any, visible: Visibility | None = None) -> tuple[Registry, Executor]:
+def meta_registry(
+    search: ToolSearch, executor: Any, visible: Visibility | None = None, max_output_bytes: int | None = None
+) -> tuple[Registry, Executor]:
     """A registry holding the three meta-tools over ``search``, and an executor for it.
 
-    ``executor`` is the main one: ``invoke_tool`` runs targets through it.
+    ``executor`` is the main one: ``invoke_tool`` runs targets through it, their output held to
+    ``max_output_bytes`` as a direct call's is.
     """
     visible = visible or acl_visibility(executor)
     registry = Registry()
     registry.register(SEARCH_TOOLS, SearchTools(search, visible))
     registry.register(DESCRIBE_TOOL, DescribeTool(search, visible))
-    registry.register(INVOKE_TOOL, InvokeTool(search, visible, executor))
+    registry.register(INVOKE_TOOL, InvokeTool(search, visible, executor, max_output_bytes))
     return registry, Executor(registry)
