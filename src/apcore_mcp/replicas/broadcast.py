@@ -19,6 +19,7 @@ one costs a list call and a missed one costs stale tools.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -102,14 +103,23 @@ class ChangeBroadcaster:
             tasks.create_task(self._subscribe_forever())
 
     async def _publish_forever(self) -> None:
+        failing = False
         while True:
-            change = await self._outbox.get()
+            change: ListChange | None = None
+            with contextlib.suppress(TimeoutError):  # while publishing fails, a ping each POLL_SECONDS
+                change = await asyncio.wait_for(self._outbox.get(), POLL_SECONDS if failing else None)
             try:
-                await self.link.client.publish(self.channel, encode_change(change, self.origin))
+                if change is None:
+                    await self.link.client.ping()
+                else:
+                    await self.link.client.publish(self.channel, encode_change(change, self.origin))
             except (RedisError, OSError) as exc:
                 self.link.failed(PUBLISH_USER, exc, PUBLISH_FALLBACK)
+                failing = True
             else:
-                self.link.succeeded(PUBLISH_USER)  # else /ready would stay degraded after one failure
+                if failing:  # else /ready would stay degraded until the next change
+                    self.link.succeeded(PUBLISH_USER)
+                    failing = False
 
     async def _subscribe_forever(self) -> None:
         while True:
