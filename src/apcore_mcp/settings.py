@@ -105,6 +105,15 @@ class Settings:
         kind="list",
         metavar="URL",
     )
+    forwarded_allow_ips: tuple[str, ...] = option(
+        (),
+        "proxies (IP addresses or CIDR networks) trusted to name the client in `X-Forwarded-For`/`Forwarded`; "
+        "from any other peer those headers are ignored",
+        group="network",
+        kind="list",
+        metavar="IP[,CIDR]",
+        default_text="none: the socket peer is the client",
+    )
     # -- protocol --------------------------------------------------------------------------------
     dynamic: bool = option(False, "reflect registry changes live (`listChanged`)", group="protocol", kind="bool")
     stateless: bool = option(
@@ -123,6 +132,18 @@ class Settings:
     sse_retry_ms: int = option(
         1000,
         "reconnection delay suggested to clients of resumable streams, in milliseconds",
+        group="protocol",
+        kind="int",
+    )
+    resume_max_bytes: int = option(
+        64 * 1024 * 1024,
+        "bytes of stream events kept for resuming, all streams together; the oldest events go first",
+        group="protocol",
+        kind="int",
+    )
+    resume_stream_max_bytes: int = option(
+        8 * 1024 * 1024,
+        "bytes of events kept for one stream; a client resuming past what was dropped gets an error",
         group="protocol",
         kind="int",
     )
@@ -248,6 +269,27 @@ class Settings:
     max_concurrent_calls: int | None = option(
         500,
         "tool calls running at once; one more is refused at once (HTTP 503, JSON-RPC error -32011 in MCP)",
+        group="limits",
+        kind="int",
+    )
+    max_caller_share: float = option(
+        0.5,
+        "share of `max_concurrent_calls` one caller may hold (0-1]; past it the same fast refusal",
+        group="limits",
+        kind="float",
+    )
+    max_header_bytes: int = option(
+        16 * 1024,
+        "largest total size of a request's headers, in bytes; a larger one is answered 431",
+        group="limits",
+        kind="int",
+    )
+    max_json_depth: int = option(
+        64, "deepest nesting of a JSON request body (objects and arrays); deeper is refused", group="limits", kind="int"
+    )
+    max_json_items: int = option(
+        100_000,
+        "most keys and elements in a JSON request body, all levels together; more is refused",
         group="limits",
         kind="int",
     )
@@ -385,6 +427,12 @@ class Settings:
         "directory receiving each stdio upstream server's stderr as `<name>.log`",
         group="upstreams",
         metavar="DIR",
+    )
+    upstream_max_message_bytes: int = option(
+        16 * 1024 * 1024,
+        "largest message read from an upstream server; a larger one fails its call and restarts the server",
+        group="upstreams",
+        kind="int",
     )
     tool_mode: str = option(
         "list",
