@@ -20,6 +20,7 @@ from apcore_mcp.options import (
     normalize_log_level,
     set_field,
 )
+from apcore_mcp.settings_needs import check_needs
 
 if TYPE_CHECKING:
     from apcore_mcp.settings import Settings
@@ -54,6 +55,19 @@ def _check_network(s: Settings) -> None:
         if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
             raise SettingError(what, f"{what} entries must not be empty")
         set_field(s, what, tuple(entry.strip() for entry in entries))
+    import ipaddress  # here, not at the top: this check is the only user
+
+    proxies = _as_tuple(s.forwarded_allow_ips, "forwarded_allow_ips")
+    for entry in proxies:
+        try:
+            ipaddress.ip_network(entry.strip() if isinstance(entry, str) else "")
+        except ValueError:
+            raise SettingError(
+                "forwarded_allow_ips",
+                f"forwarded_allow_ips entries must be IP addresses or CIDR networks without host bits "
+                f"(10.0.0.0/8), got {entry!r}",
+            ) from None
+    set_field(s, "forwarded_allow_ips", tuple(str(entry).strip() for entry in proxies))
 
 
 def _check_protocol(s: Settings) -> None:
@@ -68,6 +82,10 @@ def _check_protocol(s: Settings) -> None:
     check_positive(s, "input_timeout")
     check_positive(s, "request_state_ttl")
     check_positive(s, "sse_retry_ms")
+    _whole(s, "resume_max_bytes", 64 * 1024)
+    _whole(s, "resume_stream_max_bytes", 1024)
+    if s.resume_stream_max_bytes > s.resume_max_bytes:
+        raise SettingError("resume_stream_max_bytes", "resume_stream_max_bytes must not exceed resume_max_bytes")
 
 
 def _check_service(s: Settings) -> None:
@@ -95,6 +113,9 @@ def _check_limits(s: Settings) -> None:
         raise SettingError(
             "max_output_bytes", f"max_output_bytes must be an integer >= 1024, got {s.max_output_bytes!r}"
         )
+    share = s.max_caller_share
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        raise SettingError("max_caller_share", f"max_caller_share must be a number in (0, 1], got {share!r}")
 
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -116,6 +137,9 @@ def _check_replicas(s: Settings) -> None:
 
 def _check_traffic(s: Settings) -> None:
     _whole(s, "max_body_bytes", 1024)
+    _whole(s, "max_header_bytes", 1024)
+    _whole(s, "max_json_depth", 1)
+    _whole(s, "max_json_items", 1)
     _whole(s, "max_sessions", 1)
     _whole(s, "max_sessions_per_caller", 1)
     for name in ("header_timeout", "body_timeout", "session_idle_timeout"):
@@ -142,6 +166,7 @@ def _check_upstreams(s: Settings) -> None:
     for what in ("upstreams", "strict_upstreams"):
         if not isinstance(getattr(s, what), bool):
             raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    _whole(s, "upstream_max_message_bytes", 1024)
     if s.tool_mode not in TOOL_MODES:
         raise SettingError("tool_mode", f"tool_mode must be one of: {', '.join(TOOL_MODES)}, got {s.tool_mode!r}")
 
@@ -157,6 +182,7 @@ CHECKS: tuple[Callable[[Settings], None], ...] = (
     _check_traffic,
     check_auth,  # kept apart (auth_settings.py): the auth rules are many
     _check_upstreams,
+    check_needs,  # last: each rule reads settings the checks above normalised
 )
 
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")
