@@ -13,10 +13,11 @@ from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
 
 from apcore_mcp.approval import MCPApprovalHandler
+from apcore_mcp.authorization import Authorization, executor_acl
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.limits import CallLimits
-from apcore_mcp.mcp.access import ToolAccess, executor_acl
+from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
 from apcore_mcp.pipeline import build_executor, close_pipeline
@@ -93,8 +94,19 @@ def change_of(record: ToolRecord) -> ListChange:
 
 
 def call_limits(settings: Settings) -> CallLimits:
-    """The rate limit and concurrency cap the settings ask for (shared by every edge of one server)."""
-    return CallLimits(rate=settings.rate_limit, burst=settings.rate_burst, max_concurrent=settings.max_concurrent_calls)
+    """The rate limit and concurrency cap (and one caller's share of it) the settings ask for."""
+    return CallLimits(
+        rate=settings.rate_limit,
+        burst=settings.rate_burst,
+        max_concurrent=settings.max_concurrent_calls,
+        max_caller_share=settings.max_caller_share,
+    )
+
+
+def authorization_for(executor: Executor, settings: Settings, limits: CallLimits) -> Authorization:
+    """The one check every module run of this server passes (see ``apcore_mcp.authorization``)."""
+    rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
+    return Authorization(tool_rules=rules, acl=executor_acl(executor), limits=limits)
 
 
 @dataclass
@@ -118,7 +130,9 @@ class Bridge:
     selection: ScopeSelection | None = None
     """The main endpoint's scope selection when a config is in use (swapped on reload)."""
     limits: CallLimits = field(default_factory=CallLimits)
-    """The rate limit and concurrency cap every edge of this server admits tool calls through."""
+    """The rate limit and concurrency cap every module run of this server is admitted by."""
+    authorization: Authorization = field(default_factory=Authorization)
+    """The check the router runs on every module it is about to run (tool scopes, then ``limits``)."""
     started_at: float = field(default_factory=time.monotonic)
     _unsubscribe: Callable[[], None] | None = None
     _full_catalog: ToolCatalog | None = None
@@ -140,7 +154,9 @@ class Bridge:
 
         ``include`` narrows the served modules further (a scope's selection, see
         ``apcore_mcp.upstream.scopes.scope_filter``). ``limits`` shares another server's rate
-        limit and concurrency cap (the per-scope endpoints share the main one's).
+        limit and concurrency cap (the per-scope endpoints share the main one's). Every route
+        to a module of this server runs it through ``router`` (in search mode, ``invoke_tool``
+        through the router over the full catalog), whose ``authorization`` checks it first.
 
         Raises:
             TypeError: not a Registry or an Executor.
@@ -161,33 +177,39 @@ class Bridge:
         if settings.dynamic:
             catalog.watch()  # before load(): a module registered meanwhile is not missed
         catalog.load()
+        limits = limits if limits is not None else call_limits(settings)
+        authorization = authorization_for(executor, settings, limits)
+        router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes, authorization=authorization)
         search: ToolSearch | None = None
-        served, served_executor = catalog, executor
+        served = catalog
         if settings.tool_mode == "search":
             # Imported here: only search mode pays for the meta-tools' contracts (built at import).
-            from apcore_mcp.metatools import meta_registry
+            from apcore_mcp.metatools import INVOKE_TOOL, meta_registry
             from apcore_mcp.search import ToolSearch
 
             # The served list is the meta-tools, constant; the full catalog is only searched.
             search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
-            meta, served_executor = meta_registry(search, executor, max_output_bytes=settings.max_output_bytes)
+            meta, meta_executor = meta_registry(search, router)
             served = ToolCatalog(meta)
             served.load()
-        router = CallRouter(served_executor, served, max_output_bytes=settings.max_output_bytes)
+            # invoke_tool runs its target through the first router: authorized and admitted there.
+            router = CallRouter(
+                meta_executor,
+                served,
+                max_output_bytes=settings.max_output_bytes,
+                authorization=authorization,
+                dispatchers=(INVOKE_TOOL,),
+            )
         notifier = ListChangedNotifier()
         access = ToolAccess(
-            tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
-            acl=executor_acl(executor),
-            filter_list=settings.auth_filter_tools,
-            default_identity=stdio_identity(settings),
+            authorization, filter_list=settings.auth_filter_tools, default_identity=stdio_identity(settings)
         )
-        limits = limits if limits is not None else call_limits(settings)
         parts = build_server(served, router, notifier, settings, prompts=prompts, access=access, limits=limits)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
         bridge = cls(
             registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search,
-            upstream_config, selection, limits,
+            upstream_config, selection, limits, authorization,
         )  # fmt: skip
         bridge._full_catalog = catalog
         if settings.dynamic and search is None:

@@ -1,10 +1,16 @@
 """The call path: every tool call goes through the apcore ``Executor``, and never raises.
 
-One run path for every edge: the caller builds a ``CallContext``, ``CallRouter.call`` turns
-it into apcore's ``Context``, runs the module (streamed through ``Executor.stream`` when the
-module streams and the client asked for progress), and returns a ``CallOutcome``: a rendered
-result, a safe error, or the questions of a 2026-07-28 input-required round. A cancelled
-call sets its ``CancelToken`` and re-raises the cancellation.
+One run path for every edge: the caller builds a ``CallContext``, ``CallRouter.call`` finds
+the module, authorizes running it for that caller (``Authorization``: tool scopes, then
+admission by the rate limit and the concurrency share), turns the context into apcore's
+``Context``, runs the module (streamed through ``Executor.stream`` when the module streams
+and the client asked for progress), and returns a ``CallOutcome``: a rendered result, a safe
+error, an admission refusal, or the questions of a 2026-07-28 input-required round. A
+cancelled call sets its ``CancelToken`` and re-raises the cancellation.
+
+A *dispatcher* (``invoke_tool``) is a module that runs another through a router with the same
+``CallContext``: its target is authorized and admitted there, so the dispatcher itself is
+checked for scopes but not admitted (one run, counted once).
 """
 
 from __future__ import annotations
@@ -13,12 +19,13 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from apcore_mcp.authorization import Authorization
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.content import (
     MCP_RESULT_KEY,
@@ -31,6 +38,7 @@ from apcore_mcp.content import (
 )
 from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
+from apcore_mcp.limits import Refusal
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.types import ModuleInvoker
 
@@ -39,6 +47,17 @@ logger = logging.getLogger(__name__)
 SERIALIZATION_ERROR = "Failed to serialize module output"
 CANCELLED = "cancelled"
 STOPPED = "Call cancelled: the server is shutting down"
+
+
+class CallRefused(BaseException):
+    """Raised by a dispatcher whose target was not admitted, so the refusal reaches the edge as a refusal.
+
+    A ``BaseException`` for the reason ``InputRequired`` is one: it passes apcore's pipeline untouched.
+    """
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.reason)
+        self.refusal = refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +73,8 @@ class CallOutcome:
     """The raw module output, for edges that render it themselves (``read_module``)."""
     carried: dict[str, Any] | None = None
     """A whole MCP tool result the module produced (an upstream tool's), passed on as it is."""
+    refusal: Refusal | None = None
+    """Not admitted (rate limit, concurrency): edges answer it as such; ``error`` says it too, for the others."""
 
     @property
     def ok(self) -> bool:
@@ -61,7 +82,9 @@ class CallOutcome:
 
     @property
     def kind(self) -> str:
-        """``ok``, ``input_required``, ``missing_capability`` or the error kind (the metrics label)."""
+        """``ok``, ``input_required``, ``missing_capability``, a refusal's reason or the error kind (metrics label)."""
+        if self.refusal is not None:
+            return self.refusal.reason
         if self.error is not None:
             return self.error.kind
         if self.input_required is not None:
@@ -81,13 +104,30 @@ Observer = Callable[[str, str, float], None]
 """``(tool, outcome kind, seconds)`` after each call, cancelled ones included."""
 
 
-class CallRouter:
-    """Runs tool calls for one server: catalog check, the Executor, safe errors, calls in flight."""
+def refused_outcome(tool: str, refusal: Refusal) -> CallOutcome:
+    return CallOutcome(tool=tool, error=SafeError("refused", refusal.message), refusal=refusal)
 
-    def __init__(self, executor: ModuleInvoker, catalog: ToolCatalog, *, max_output_bytes: int | None = None) -> None:
+
+class CallRouter:
+    """Runs tool calls for one server: catalog check, authorization, the Executor, safe errors, calls in flight.
+
+    ``dispatchers`` name the tools that run another through a router (see the module doc).
+    """
+
+    def __init__(
+        self,
+        executor: ModuleInvoker,
+        catalog: ToolCatalog,
+        *,
+        max_output_bytes: int | None = None,
+        authorization: Authorization | None = None,
+        dispatchers: Collection[str] = (),
+    ) -> None:
         self.executor = executor
         self.catalog = catalog
         self.max_output_bytes = max_output_bytes
+        self.authorization = authorization if authorization is not None else Authorization()
+        self.dispatchers = frozenset(dispatchers)
         self._in_flight = 0
         self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = []
@@ -154,6 +194,21 @@ class CallRouter:
         return await self._execute(record, inputs, call)
 
     async def _execute(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
+        """The one authorization point: every module run, whatever its route, passes here first."""
+        denied = self.authorization.check(record.name, call)
+        if denied is not None:
+            return CallOutcome(tool=record.name, error=denied)
+        if record.name in self.dispatchers:  # admitted as its target, by the router that runs it
+            return await self._admitted(record, arguments, call)
+        refusal = await self.authorization.admit(call)
+        if refusal is not None:
+            return refused_outcome(record.name, refusal)
+        try:
+            return await self._admitted(record, arguments, call)
+        finally:
+            self.authorization.release(call)
+
+    async def _admitted(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         self._in_flight += 1
         try:
             output = await self._run(record, arguments, call)
@@ -161,6 +216,8 @@ class CallRouter:
             return CallOutcome(tool=record.name, input_required=question)
         except ClientCapabilityMissing as missing:
             return CallOutcome(tool=record.name, missing_capability=missing)
+        except CallRefused as refused:
+            return refused_outcome(record.name, refused.refusal)
         except Exception as exc:  # noqa: BLE001 - the edge: nothing may reach the SDK
             log_call_error(record.name, exc)
             return CallOutcome(tool=record.name, error=to_safe_error(exc, arguments, record.input_schema))

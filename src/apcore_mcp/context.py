@@ -1,11 +1,12 @@
 """The call context: one object per tool call, built at the edge that received it.
 
 Every edge (the MCP handlers of each transport and protocol era, the explorer, a meta-tool)
-builds a ``CallContext`` saying who calls, how to reach the client back (a ``Peer``) and how
-the call is cancelled; ``CallContext.to_apcore()`` is the one place it becomes apcore's
-``Context``. Module code reaches the client only through the helpers here
-(``report_progress``, ``elicit``, ``sample``, ``list_roots``, ``request_inputs``,
-``log_message``), which are no-ops outside MCP.
+builds a ``CallContext`` saying who calls (identity, the token's principal and scopes, the key
+limits count it against), how to reach the client back (a ``Peer``) and how the call is
+cancelled; the call router authorizes the module it will run against it, and
+``CallContext.to_apcore()`` is the one place it becomes apcore's ``Context``. Module code
+reaches the client only through the helpers here (``report_progress``, ``elicit``,
+``sample``, ``list_roots``, ``request_inputs``, ``log_message``), which are no-ops outside MCP.
 
 Asking the client works the same way in both protocol eras: in the handshake era the request
 goes to the client over the call's own stream and the answer comes back; in the 2026-07-28
@@ -22,6 +23,9 @@ from typing import Any, Literal, Protocol
 
 from apcore import Context, Identity
 from apcore.cancel import CancelToken
+
+from apcore_mcp.limits import LOCAL_PRINCIPAL
+from apcore_mcp.principal import Principal
 
 MCP_PROGRESS_KEY: str = "_mcp_progress"
 """``context.data`` key of the progress callable ``(progress, total=None, message=None) -> Awaitable``."""
@@ -100,6 +104,10 @@ class CallContext:
 
     identity: Identity | None = None
     peer: Peer | None = None
+    principal: Principal | None = None
+    """The authenticated caller, whose token's scopes decide which tools it may run (``None``: no token)."""
+    caller: str = LOCAL_PRINCIPAL
+    """Who the rate limit and the concurrency share count this call against (``limits.principal_key``)."""
     cancel_token: CancelToken = field(default_factory=CancelToken)
     meta: Mapping[str, Any] = field(default_factory=dict)
     origin: str = "mcp"
@@ -114,6 +122,11 @@ class CallContext:
     @property
     def era(self) -> Era:
         return self.peer.era if self.peer is not None else "none"
+
+    @property
+    def scopes(self) -> frozenset[str] | None:
+        """The scopes the caller's token holds; ``None`` without a token (stdio, auth off): scopes do not apply."""
+        return self.principal.scopes if self.principal is not None else None
 
     def to_apcore(self) -> Context:
         """apcore's ``Context`` for this call: identity, cancellation and the MCP helpers' keys."""

@@ -2,11 +2,14 @@
 
 ``search_tools`` ranks the catalog (``apcore_mcp.search``) and answers compact summaries,
 ``describe_tool`` gives full schemas for a few names, ``invoke_tool`` runs one tool through
-the main ``Executor`` as a top-level call for the same caller, so the target's own ACL,
-approval, validation, middleware and timeout apply exactly as to a direct call.
+the main ``CallRouter`` with the caller's own ``CallContext``: the target is authorized
+(tool scopes, rate limit, concurrency share) and run by the main ``Executor`` (ACL,
+approval, validation, middleware, timeout) exactly as a direct call of it would be.
+``invoke_tool`` is itself not admitted: the one run it makes is counted, on its target.
 
-A tool the caller may not call (its ACL denies it) is never found, and is ``not found``
-to ``describe_tool`` and ``invoke_tool`` in exactly the words a missing tool gets.
+A tool the caller may not call (its token lacks the tool's scopes, or its ACL denies it:
+``Authorization.visible``, the rule filtered lists follow) is never found, and is
+``not found`` to ``describe_tool`` and ``invoke_tool`` in exactly the words a missing tool gets.
 ``invoke_tool`` is annotated destructive and open-world: it may run anything, and the
 annotations clients read to decide on confirmation must not promise otherwise.
 
@@ -16,18 +19,19 @@ those three, constant whatever the catalog does (tools/list must not vary with s
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
-from apcore import Context, Executor, ModuleAnnotations, Registry
+from apcore import Executor, ModuleAnnotations, Registry
+from apcore.cancel import CancelToken
 from apcore.errors import ModuleNotFoundError
 from pydantic import BaseModel, Field
 
-from apcore_mcp.calls import finish_outcome, wire_result
+from apcore_mcp.authorization import Authorization
+from apcore_mcp.calls import CallRefused, CallRouter, wire_result
 from apcore_mcp.content import MCP_RESULT_KEY
-from apcore_mcp.mcp.access import acl_allows, executor_acl
+from apcore_mcp.context import CallContext, call_context
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.search import ToolSearch
 from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
@@ -39,28 +43,18 @@ MAX_LIMIT = 50
 MAX_DESCRIBE = 20
 SUMMARY_LENGTH = 200
 
-Visibility = Callable[[str, Any], bool]
-"""``visible(module_id, context)``: whether the caller behind an apcore ``Context`` may call the tool."""
-
 _LOOKUP = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 _INVOKE = ModuleAnnotations(destructive=True, open_world=True)
 
 
-def acl_visibility(executor: Any) -> Visibility:
-    """The executor's ACL as a visibility test (everything is visible without an ACL)."""
-    acl = executor_acl(executor)
-    if acl is None:
-        return lambda _module_id, _context: True
-    return functools.partial(acl_allows, acl)
-
-
-def caller_context(context: Any) -> Any:
-    """A top-level apcore ``Context`` for the caller of a meta-tool: same identity, cancellation and MCP helpers."""
-    return Context.create(
-        identity=getattr(context, "identity", None),
-        cancel_token=getattr(context, "cancel_token", None),
-        data=getattr(context, "data", None),
-    )
+def caller_of(context: Any) -> CallContext:
+    """The ``CallContext`` of a meta-tool's caller; outside MCP, one with the apcore ``Context``'s identity."""
+    call = call_context(context)
+    if call is not None:
+        return call
+    token = getattr(context, "cancel_token", None)
+    token = token if isinstance(token, CancelToken) else CancelToken()
+    return CallContext(identity=getattr(context, "identity", None), cancel_token=token, origin="direct")
 
 
 def hints(record: ToolRecord) -> list[str]:
@@ -113,18 +107,17 @@ def _contract(model: type[BaseModel], what: str = "Input") -> JsonSchemaModel:
 class _MetaTool:
     """What the three meta-tools share: the index, and which tools a caller may see."""
 
-    def __init__(
-        self, search: ToolSearch, visible: Visibility, executor: Any = None, max_output_bytes: int | None = None
-    ) -> None:
+    def __init__(self, search: ToolSearch, authorization: Authorization) -> None:
         self._search = search
-        self._visible = visible
-        self._executor = executor
-        self._max_output_bytes = max_output_bytes
+        self._authorization = authorization
 
-    def _find(self, name: str, caller: Any) -> ToolRecord | None:
+    def _visible(self, caller: CallContext) -> Callable[[str], bool]:
+        return self._authorization.visible_to(caller)
+
+    def _find(self, name: str, visible: Callable[[str], bool]) -> ToolRecord | None:
         """The tool ``name`` if this caller may see it; hidden and absent alike are ``None``."""
         record = self._search.catalog.get(name)
-        return record if record is not None and self._visible(name, caller) else None
+        return record if record is not None and visible(name) else None
 
 
 class SearchTools(_MetaTool):
@@ -134,9 +127,8 @@ class SearchTools(_MetaTool):
     annotations = _LOOKUP
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        caller = caller_context(context)
         limit = int(inputs.get("limit", 10))
-        records = self._search.search(str(inputs["query"]), limit, lambda name: self._visible(name, caller))
+        records = self._search.search(str(inputs["query"]), limit, self._visible(caller_of(context)))
         return {"tools": [summary(record) for record in records]}
 
 
@@ -147,11 +139,11 @@ class DescribeTool(_MetaTool):
     annotations = _LOOKUP
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        caller = caller_context(context)
+        visible = self._visible(caller_of(context))
         tools: list[dict[str, Any]] = []
         missing: list[str] = []
         for name in dict.fromkeys(inputs["names"]):
-            record = self._find(name, caller)
+            record = self._find(name, visible)
             if record is None:
                 missing.append(name)  # hidden and absent alike: nothing tells them apart
             else:
@@ -165,15 +157,24 @@ class InvokeTool(_MetaTool):
     output_schema = ResultOutput(None)
     annotations = _INVOKE
 
+    def __init__(self, search: ToolSearch, authorization: Authorization, router: CallRouter) -> None:
+        super().__init__(search, authorization)
+        self._router = router
+
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         name = str(inputs["name"])
-        caller = caller_context(context)
-        record = self._find(name, caller)
-        if record is None:
+        caller = caller_of(context)
+        if self._find(name, self._visible(caller)) is None:
             raise ModuleNotFoundError(name)
-        output = await self._executor.call_async(name, dict(inputs.get("arguments") or {}), caller)
+        # The router a direct call takes: the target is authorized and admitted for this caller there.
+        outcome = await self._router.call(name, dict(inputs.get("arguments") or {}), caller)
+        if outcome.input_required is not None:
+            raise outcome.input_required
+        if outcome.missing_capability is not None:
+            raise outcome.missing_capability
+        if outcome.refusal is not None:
+            raise CallRefused(outcome.refusal)
         # The result the target would have given called directly (an upstream's passes through).
-        outcome = await finish_outcome(record, output, self._max_output_bytes)
         return {MCP_RESULT_KEY: json.dumps(wire_result(outcome), ensure_ascii=False)}
 
 
@@ -189,17 +190,15 @@ def description(record: ToolRecord) -> dict[str, Any]:
     return record.mcp_tool.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"meta"})
 
 
-def meta_registry(
-    search: ToolSearch, executor: Any, visible: Visibility | None = None, max_output_bytes: int | None = None
-) -> tuple[Registry, Executor]:
+def meta_registry(search: ToolSearch, router: CallRouter) -> tuple[Registry, Executor]:
     """A registry holding the three meta-tools over ``search``, and an executor for it.
 
-    ``executor`` is the main one: ``invoke_tool`` runs targets through it, their output held to
-    ``max_output_bytes`` as a direct call's is.
+    ``router`` is the main one, over ``search``'s catalog: ``invoke_tool`` runs targets
+    through it, and the meta-tools show what its ``Authorization`` lets a caller call.
     """
-    visible = visible or acl_visibility(executor)
+    authorization = router.authorization
     registry = Registry()
-    registry.register(SEARCH_TOOLS, SearchTools(search, visible))
-    registry.register(DESCRIBE_TOOL, DescribeTool(search, visible))
-    registry.register(INVOKE_TOOL, InvokeTool(search, visible, executor, max_output_bytes))
+    registry.register(SEARCH_TOOLS, SearchTools(search, authorization))
+    registry.register(DESCRIBE_TOOL, DescribeTool(search, authorization))
+    registry.register(INVOKE_TOOL, InvokeTool(search, authorization, router))
     return registry, Executor(registry)

@@ -45,7 +45,8 @@ async def test_the_concurrency_cap_refuses_at_once_instead_of_queueing(mode: str
     registry = hostile_registry()
     counts = sleeper(registry).counts
     async with (
-        serving(registry, max_concurrent_calls=2, explorer=True, allow_execute=True) as (url, _),
+        # One client holds both slots here: its share is the whole cap (test_fair_share splits it).
+        serving(registry, max_concurrent_calls=2, max_caller_share=1.0, explorer=True, allow_execute=True) as (url, _),
         Client(f"{url}/mcp", mode=mode) as client,
         anyio.create_task_group() as tasks,
     ):
@@ -68,7 +69,7 @@ async def test_a_refused_call_does_not_hold_a_slot() -> None:
     assert await limits.acquire("alice") is None
     refusal = await limits.acquire("bob")
     assert refusal is not None and refusal.reason == "overloaded"
-    limits.release()
+    limits.release("alice")
     assert await limits.acquire("alice") is not None  # rate limited now, and the slot is free again
     assert limits.running == 0
 
@@ -78,11 +79,11 @@ async def test_buckets_refill_at_the_rate_and_are_per_caller() -> None:
     limits = CallLimits(rate=2, burst=2, clock=lambda: now)
     for _ in range(2):
         assert await limits.acquire("alice") is None
-        limits.release()
+        limits.release("alice")
     refusal = await limits.acquire("alice")
     assert refusal is not None and refusal.retry_after == pytest.approx(0.5)
     assert await limits.acquire("bob") is None  # another caller has its own bucket
-    limits.release()
+    limits.release("bob")
     now += 0.5
     assert await limits.acquire("alice") is None
 

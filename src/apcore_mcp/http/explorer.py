@@ -5,8 +5,9 @@ Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it i
 another local app's page is another origin) are accepted, no CORS header is ever sent,
 Host/Origin are checked by the app's guard, and a server reachable from other machines
 requires a bearer token compared in constant time (``ExecuteGate``). With ``auth`` on, that
-token is the caller's own (checked by ``http/auth.py``), calls run as the caller's identity,
-and with ``auth_filter_tools`` the list shows only what the caller may call.
+token is the caller's own (checked by ``http/auth.py``), calls run as the caller, through the
+call router like any MCP call (its tool scopes, ACL identity, approval, rate limit and
+concurrency share), and with ``auth_filter_tools`` the list shows only what the caller may call.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from apcore_mcp.context import CallContext
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
-from apcore_mcp.principal import identity_of
+from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
 
@@ -212,7 +213,13 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         arguments = parse_arguments(await request.body())
         if isinstance(arguments, str):
             return _error(400, arguments)
-        call = CallContext(identity=identity_of(request.scope), origin="explorer", confirmed=confirmed)
+        call = CallContext(
+            identity=identity_of(request.scope),
+            principal=principal_of(request.scope),
+            caller=principal_key(request.scope),
+            origin="explorer",
+            confirmed=confirmed,
+        )
         return await _run(bridge, request, name, arguments, call)
 
     return [
@@ -226,18 +233,13 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
 
 
 async def _run(bridge: Bridge, request: Request, name: str, arguments: dict[str, Any], call: CallContext) -> Response:
-    """Admit the call (rate limit, concurrency cap), run it, and cancel it if the client goes away."""
-    refusal = await bridge.limits.acquire(principal_key(request.scope)) if bridge.limits.active else None
-    if refusal is not None:
-        status = 429 if refusal.reason == "rate_limited" else 503
-        return _error(status, refusal.message, {"Retry-After": refusal.retry_after_header})
-    try:
-        outcome = await until_disconnect(request, bridge.router.call(name, arguments, call))
-    finally:
-        if bridge.limits.active:
-            bridge.limits.release()
+    """Run the call through the router (which authorizes and admits it); cancel it if the client goes away."""
+    outcome = await until_disconnect(request, bridge.router.call(name, arguments, call))
     if outcome is None:
         return _error(499, "Call cancelled: the client disconnected")
+    if outcome.refusal is not None:  # the rate limit or the concurrency share
+        status = 429 if outcome.refusal.reason == "rate_limited" else 503
+        return _error(status, outcome.refusal.message, {"Retry-After": outcome.refusal.retry_after_header})
     if outcome.error is not None:
         if outcome.error.kind == "refused":  # apcore's call-chain guards, not our rate limit
             request.scope[REASON_SCOPE_KEY] = "call_refused"

@@ -1,8 +1,11 @@
-"""Admission of MCP tool calls: the rate limit and the concurrency cap, as server middleware.
+"""Admission refusals at the MCP edge: the JSON-RPC error a refused call is, and counting them.
 
-A refused ``tools/call`` is a JSON-RPC error, in every transport and era: ``-32010``
-(``RATE_LIMITED``) or ``-32011`` (``OVERLOADED``), with ``data.retryAfter`` in seconds. The
-HTTP status stays the transport's (the error travels inside the JSON-RPC exchange).
+The call router admits every module run (``authorization.Authorization``: the rate limit and
+the caller's share of the concurrency cap). A refused ``tools/call`` (``invoke_tool``'s
+target included) or module-backed ``resources/read`` is a JSON-RPC error, in every transport
+and era: ``-32010`` (``RATE_LIMITED``) or ``-32011`` (``OVERLOADED``), with
+``data.retryAfter`` in seconds. The HTTP status stays the transport's (the error travels
+inside the JSON-RPC exchange).
 """
 
 from __future__ import annotations
@@ -13,21 +16,21 @@ from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from starlette.requests import HTTPConnection
 
-from apcore_mcp.limits import CallLimits, principal_key
+from apcore_mcp.limits import OVERLOADED, RATE_LIMITED, CallLimits, Refusal
 
 logger = logging.getLogger(__name__)
 
+_REASONS = {RATE_LIMITED: "rate_limited", OVERLOADED: "overloaded"}
 
-def caller_of(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The ``principal_key`` of the HTTP request behind ``ctx`` (``local`` for stdio and in-memory)."""
-    request = ctx.request
-    return principal_key(request.scope if isinstance(request, HTTPConnection) else None)
+
+def refusal_error(refusal: Refusal) -> MCPError:
+    """The JSON-RPC error answering a call the limits refused."""
+    return MCPError(code=refusal.code, message=refusal.message, data={"retryAfter": refusal.retry_after})
 
 
 class CallAdmission:
-    """Server middleware letting a ``tools/call`` run only when ``limits`` admit it."""
+    """Server middleware telling ``observers`` the reason of each admission refusal a handler answered."""
 
     def __init__(self, limits: CallLimits) -> None:
         self.limits = limits
@@ -35,15 +38,13 @@ class CallAdmission:
         """Called with the reason of each refusal (the metrics count them)."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method != "tools/call" or not self.limits.active:
+        if not self.limits.active or not self.observers:
             return await call_next(ctx)
-        refusal = await self.limits.acquire(caller_of(ctx))
-        if refusal is not None:
-            logger.info("Tool call refused (%s)", refusal.reason)
-            for observe in self.observers:
-                observe(refusal.reason)
-            raise MCPError(code=refusal.code, message=refusal.message, data={"retryAfter": refusal.retry_after})
         try:
             return await call_next(ctx)
-        finally:
-            self.limits.release()
+        except MCPError as error:
+            reason = _REASONS.get(error.code)
+            if reason is not None:
+                for observe in self.observers:
+                    observe(reason)
+            raise

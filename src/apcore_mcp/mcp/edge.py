@@ -8,9 +8,12 @@ from typing import Any
 
 from apcore import Identity
 from mcp.server.context import ServerRequestContext
+from starlette.requests import HTTPConnection
 
 from apcore_mcp.context import CallContext, Peer
+from apcore_mcp.limits import principal_key
 from apcore_mcp.mcp.peer import HandshakePeer, LogLevels, ModernPeer, is_modern
+from apcore_mcp.principal import principal_of
 
 Identify = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 """Who is calling, from the request (an authenticated HTTP principal, the stdio operator identity)."""
@@ -18,6 +21,12 @@ Identify = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 
 def no_identity(_ctx: ServerRequestContext[Any, Any]) -> Identity | None:
     return None
+
+
+def http_scope(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, Any] | None:
+    """The ASGI scope of the HTTP request behind ``ctx`` (``None`` for stdio and in-memory)."""
+    request = ctx.request
+    return request.scope if isinstance(request, HTTPConnection) else None
 
 
 @dataclass(frozen=True)
@@ -42,9 +51,12 @@ class Edge:
             peer = HandshakePeer(ctx, self.log_levels, self.input_timeout)
         meta = ctx.meta or {}
         progress_token = meta.get("progress_token", meta.get("progressToken"))
+        scope = http_scope(ctx)
         return CallContext(
             identity=self.identify(ctx),
             peer=peer,
+            principal=principal_of(scope),  # its token's scopes, checked on the module the router will run
+            caller=principal_key(scope),
             meta={"progressToken": progress_token} if progress_token is not None else {},
             origin="mcp",
             release=ctx.close_sse_stream,

@@ -140,7 +140,7 @@ def build_server(
         return request_identity(ctx.request, access.default_identity)
 
     edge = Edge(identify=identify, log_levels=log_levels, input_timeout=settings.input_timeout)
-    tools = ToolHandlers(catalog, router, edge, access)
+    tools = ToolHandlers(catalog, router, edge)
     resources = ResourceHandlers(catalog, router, edge, subscriptions)
     prompt_handlers = PromptHandlers(prompts or {}, edge, resources)
 

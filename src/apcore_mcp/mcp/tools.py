@@ -9,7 +9,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.mcp.access import ToolAccess
+from apcore_mcp.mcp.admission import refusal_error
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.results import call_result
@@ -42,13 +42,16 @@ class ToolListCache:
 
 
 class ToolHandlers:
-    """The two tool methods; a call is answered with a plain wire dict the SDK validates once."""
+    """The two tool methods; a call is answered with a plain wire dict the SDK validates once.
 
-    def __init__(self, catalog: ToolCatalog, router: CallRouter, edge: Edge, access: ToolAccess) -> None:
+    Who may call what is the router's to decide (its authorization step); a list is filtered,
+    when lists are, by ``mcp.access.ToolAccess`` as middleware.
+    """
+
+    def __init__(self, catalog: ToolCatalog, router: CallRouter, edge: Edge) -> None:
         self.catalog = catalog
         self.router = router
         self.edge = edge
-        self.access = access
 
     async def list_tools(
         self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -58,10 +61,8 @@ class ToolHandlers:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> HandlerResult:
-        # The token's tool scopes first (a tools/call inside a message body is only seen here).
-        refused = self.access.refusal(ctx.request, params.name)
-        if refused is not None:
-            return call_result(refused, modern=is_modern(ctx))
         call = self.edge.call_context(ctx, request_state=params.request_state, input_responses=params.input_responses)
         outcome = await self.router.call(params.name, params.arguments, call)
+        if outcome.refusal is not None:
+            raise refusal_error(outcome.refusal)
         return call_result(outcome, modern=is_modern(ctx))
