@@ -40,6 +40,21 @@ class Huge:
         return {"blob": "x" * (100 * 1024 * 1024)}
 
 
+class BlobIn(BaseModel):
+    size: int = 1024
+    fill: str = "x"
+
+
+class Blob:
+    description = "Returns `fill` repeated up to `size` characters"
+    input_schema = BlobIn
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        fill = inputs.get("fill") or "x"
+        size = inputs.get("size", 1024)
+        return {"blob": (fill * (size // len(fill) + 1))[:size]}
+
+
 class SleepIn(BaseModel):
     seconds: float = 30.0
 
@@ -89,6 +104,7 @@ def hostile_registry(marker_dir: str | None = None) -> Registry:
     registry = Registry()
     registry.register("hostile.surrogate", Surrogate())
     registry.register("hostile.huge", Huge())
+    registry.register("hostile.blob", Blob())
     registry.register("hostile.sleep", Sleeper(marker_dir))
     registry.register("hostile.echo", Echo())
     registry.register(LONG_ID, Echo())

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.auth import build_auth
 from apcore_mcp.http.body import BodyGuard
-from apcore_mcp.http.events import MemoryEventStore
+from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
 from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
@@ -66,14 +66,19 @@ def create_app(
     bridge.router.observers.append(metrics.observe_call)
     bridge.parts.admission.observers.append(metrics.reject)
     auth = build_auth(settings)  # None when auth is "none"
-    event_store = MemoryEventStore() if settings.resumable and not settings.stateless else None
+    # Streams resume with Last-Event-ID only in sessions and as SSE; each session's events are its own.
+    resume_store = (
+        ResumeStore(max_bytes=settings.resume_max_bytes, stream_max_bytes=settings.resume_stream_max_bytes)
+        if settings.resumable and not settings.stateless and not settings.json_response
+        else None
+    )
     manager = SessionManager(
         bridge.server,
         max_per_caller=settings.max_sessions_per_caller,
         stateless=settings.stateless,
         json_response=settings.json_response,
         security_settings=sdk_security,
-        event_store=event_store,
+        events=resume_store,
         retry_interval=settings.sse_retry_ms,
         session_idle_timeout=settings.session_idle_timeout,
         max_sessions=settings.max_sessions,
@@ -87,7 +92,7 @@ def create_app(
     gate = ExecuteGate(settings, authenticated=auth is not None)
     # A handshake-era client whose POST stream broke may resume it (event store, SSE responses):
     # its call is cancelled only if it has not come back within a few of its reconnection delays.
-    resume_grace = resume_grace_seconds(settings) if event_store is not None and not settings.json_response else None
+    resume_grace = resume_grace_seconds(settings) if resume_store is not None else None
     take_over_stream_draining()
     shared = _shared_state(bridge)
     if shared is not None:  # rate-limit buckets shared by the replicas (this process's while Redis is away)
@@ -131,7 +136,9 @@ def create_app(
         return StreamCounter(app, metrics.open_streams, route)
 
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace), MCP_PATH)),
+        Route(
+            MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store), MCP_PATH)
+        ),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(bridge, metrics, shared.problems if shared is not None else dict),
@@ -154,6 +161,7 @@ def create_app(
     app.state.ready = False
     app.state.stopping = False
     app.state.upstreams = None
+    app.state.resume_store = resume_store
     return app
 
 

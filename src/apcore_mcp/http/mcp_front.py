@@ -13,7 +13,8 @@
   ``notifications/cancelled`` is delivered to the session, at once when the stream cannot be
   resumed (no event store, or JSON responses), else after ``resume_grace`` seconds unless the
   client came back for the stream with ``Last-Event-ID`` meanwhile (a broken connection is
-  not a client that left).
+  not a client that left): an event id its session's store can resume (``ResumeStore.stream_of``),
+  not one it refuses.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apcore_mcp.http.body import send_json
-from apcore_mcp.http.events import stream_of
+from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.settings import Settings
 
@@ -57,9 +58,10 @@ def valid_request_id(value: Any) -> bool:
 class McpFront:
     """Wraps the SDK's Streamable HTTP ASGI app (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, resume_grace: float | None = None) -> None:
+    def __init__(self, app: ASGIApp, resume_grace: float | None = None, events: ResumeStore | None = None) -> None:
         self.app = app
         self.resume_grace = resume_grace
+        self.events = events
         self._pending: dict[tuple[str, str], asyncio.Task[None]] = {}
         """Cancellations waiting for a resumption, by (session id, request stream)."""
 
@@ -91,8 +93,8 @@ class McpFront:
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != _LAST_EVENT_ID]}
             await self.app(scope, receive, send)
             return
-        stream = stream_of(last_event_id)
         session = _header(scope, _SESSION)
+        stream = self.events.stream_of(session, last_event_id) if self.events is not None and session else None
         waiting = self._pending.pop((session, stream), None) if session and stream else None
         if waiting is not None:
             waiting.cancel()  # the client came back for the stream: its call goes on

@@ -6,9 +6,14 @@ every other client is refused until its sessions expire. ``SessionManager`` also
 caller (``principal_key``) and knows, at every moment, how many sessions are open: every
 session the SDK admitted, whether or not its client sent ``notifications/initialized``.
 
+With ``events`` (resumable streams) each session's transport gets an event store of its own
+(``http/events.py``), closed when the session ends: the SDK's manager would give every
+transport the one store it was built with, so any session could replay another's streams.
+
 It hooks three private methods of the SDK's manager (``_handle_stateful_request``,
 ``_admit_session``, ``_discard_session``; mcp 2.3): the only places where a session is
-admitted and forgotten. ``tests/hostile/test_sessions.py`` pins the behaviour.
+admitted and forgotten; and sets the new transport's ``_event_store``, read only when it
+serves a request. ``tests/hostile/test_sessions.py`` pins the behaviour.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from apcore_mcp.http.body import send_json
+from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import TOO_MANY_SESSIONS, principal_key
 
@@ -38,11 +44,20 @@ class SessionManager(StreamableHTTPSessionManager):
     """The SDK's manager with ``max_per_caller`` sessions per caller and an exact ``session_count``."""
 
     def __init__(
-        self, app: Any, *, max_per_caller: int, key_of: Callable[[Scope], str] = principal_key, **options: Any
+        self,
+        app: Any,
+        *,
+        max_per_caller: int,
+        key_of: Callable[[Scope], str] = principal_key,
+        events: ResumeStore | None = None,
+        **options: Any,
     ) -> None:
+        if options.get("event_store") is not None:
+            raise TypeError("pass events=ResumeStore(...): one event_store for all sessions lets any replay another's")
         super().__init__(app, **options)
         self.max_per_caller = max_per_caller
         self.key_of = key_of
+        self.events = events
         self._owners: dict[str, str] = {}
         self._held: Counter[str] = Counter()
 
@@ -77,6 +92,8 @@ class SessionManager(StreamableHTTPSessionManager):
         if transport is not None and transport.mcp_session_id is not None:
             self._owners[transport.mcp_session_id] = caller
             self._held[caller] += 1
+            if self.events is not None:
+                transport._event_store = self.events.open(transport.mcp_session_id)
         return transport
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
@@ -85,6 +102,8 @@ class SessionManager(StreamableHTTPSessionManager):
             self._held[caller] -= 1
             if not self._held[caller]:
                 del self._held[caller]
+        if self.events is not None:
+            self.events.close(session_id)
         await super()._discard_session(session_id, transport)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
