@@ -7,6 +7,11 @@ input-required round in the 2026-07-28 era. Anything but an explicit "yes" (decl
 no answer, a client that cannot ask, a call from outside MCP) is a rejection, and the module
 does not run. An ``accept`` is not proof of a human: the ACL stays authoritative.
 
+A 2026-07-28 "yes" is single-use: the sealed ``requestState`` it came with is recorded as
+spent when the approval is granted (``apcore_mcp.used_approvals``), and the same state sent
+again approves nothing. A declined answer spends nothing; a granted one stays spent even if
+the module then fails. A record that cannot tell (full, Redis away) refuses the approval.
+
 For an Executor of your own: ``executor.set_approval_handler(MCPApprovalHandler())``.
 """
 
@@ -16,9 +21,12 @@ import json
 import logging
 from typing import Any
 
+from apcore import Executor
 from apcore.approval import ApprovalRequest, ApprovalResult
 
 from apcore_mcp.context import call_context
+from apcore_mcp.mcp.peer import ModernPeer
+from apcore_mcp.used_approvals import MemoryUsedApprovals, UsedApprovals, UsedApprovalsUnavailable, state_digest
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +45,17 @@ NO_BACK_CHANNEL = (
     "with session affinity"
 )
 NO_CLIENT = "no interactive client is attached to this call; approve it from an MCP client or the explorer"
+ALREADY_USED = (
+    "this confirmation was already used: a confirmation sent with a requestState approves one call; "
+    "call the tool again to be asked again"
+)
+NOT_RECORDED = (
+    "the server cannot record that this confirmation is used ({why}), and an unrecorded one could be "
+    "replayed, so it does not count; try again later"
+)
+NO_STATE = "a confirmation must come with the requestState of the round that asked for it"
+DEFAULT_STATE_TTL = 600.0
+"""How long a 2026-07-28 state can live unless told (``Settings.request_state_ttl``'s default)."""
 
 
 def confirmation_schema(module_id: str) -> dict[str, Any]:
@@ -73,7 +92,22 @@ def _rejected(reason: str) -> ApprovalResult:
 
 
 class MCPApprovalHandler:
-    """Confirms ``requires_approval`` calls with the MCP client's user; fails closed."""
+    """Confirms ``requires_approval`` calls with the MCP client's user; fails closed.
+
+    ``used`` records the 2026-07-28 states that granted an approval (default: this process's
+    own, bounded, record; the HTTP app swaps in the replicas' Redis one with ``redis_url``).
+    ``state_ttl`` is how long such a state can be sent, so how long a record entry is kept: a
+    bridge serving this handler raises it to its ``Settings.request_state_ttl``; unset and not
+    served by a bridge, ``DEFAULT_STATE_TTL``.
+    """
+
+    def __init__(self, *, used: UsedApprovals | None = None, state_ttl: float | None = None) -> None:
+        self.used: UsedApprovals = used if used is not None else MemoryUsedApprovals()
+        self.state_ttl = state_ttl
+
+    def cover_states_of(self, ttl: float) -> None:
+        """Keep record entries at least ``ttl`` seconds (a server sealing states that live that long)."""
+        self.state_ttl = ttl if self.state_ttl is None else max(self.state_ttl, ttl)
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalResult:
         call = call_context(request.context)
@@ -89,7 +123,28 @@ class MCPApprovalHandler:
         answer = await call.elicit_result(
             confirmation_message(request), confirmation_schema(request.module_id), key=key
         )
-        return _decide(answer)
+        decision = _decide(answer)
+        if decision.status == "approved" and isinstance(call.peer, ModernPeer):
+            return await self._spend(call.peer, decision)
+        return decision
+
+    async def _spend(self, peer: ModernPeer, decision: ApprovalResult) -> ApprovalResult:
+        """``decision`` if the state that carried the "yes" was not used before (now it is); else a rejection."""
+        if peer.request_state is None:
+            return _rejected(NO_STATE)
+        try:
+            spent = await peer.spend_state(self._claim)
+        except UsedApprovalsUnavailable as exc:
+            logger.warning("An approval was refused: the used-approval record cannot tell (%s)", exc)
+            return _rejected(NOT_RECORDED.format(why=exc))
+        if not spent:
+            logger.warning("An approval was refused: its requestState was already used")
+            return _rejected(ALREADY_USED)
+        return decision
+
+    async def _claim(self, state: str) -> bool:
+        ttl = self.state_ttl if self.state_ttl is not None else DEFAULT_STATE_TTL
+        return await self.used.claim(state_digest(state), ttl)
 
     async def check_approval(self, approval_id: str) -> ApprovalResult:
         return _rejected("approvals are given during the call; there is nothing pending to resume")
@@ -107,3 +162,10 @@ def _decide(answer: dict[str, Any] | None) -> ApprovalResult:
     if action == "cancel":
         return _rejected("the user cancelled the confirmation")
     return _rejected("the user declined")
+
+
+def mcp_approval_handler(executor: Executor) -> MCPApprovalHandler | None:
+    """The ``MCPApprovalHandler`` an Executor confirms approvals with, if that is its handler."""
+    # apcore has a setter for the handler but no getter.
+    handler = getattr(executor, "_approval_handler", None)
+    return handler if isinstance(handler, MCPApprovalHandler) else None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
 
-from apcore_mcp.approval import MCPApprovalHandler
+from apcore_mcp.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.authorization import Authorization, executor_acl
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
@@ -72,9 +72,12 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
     ``settings.approval == "auto"`` runs approval-gated modules unconfirmed (an operator's opt-out).
     """
     if isinstance(registry_or_executor, Executor):
+        if (own := mcp_approval_handler(registry_or_executor)) is not None:
+            own.cover_states_of(settings.request_state_ttl)  # its used-approval record outlives our states
         return registry_or_executor
     registry = registry_of(registry_or_executor)
-    handler = AutoApproveHandler() if settings.approval == "auto" else MCPApprovalHandler()
+    ttl = settings.request_state_ttl
+    handler = AutoApproveHandler() if settings.approval == "auto" else MCPApprovalHandler(state_ttl=ttl)
     return build_executor(
         registry,
         approval_handler=handler,

@@ -4,18 +4,22 @@
   (elicitation, sampling, roots) and log messages go on the request's own stream.
 - ``ModernPeer`` (2026-07-28): the same progress and logs; a question is answered from the
   retried request's ``inputResponses`` (and the earlier rounds' answers carried in the sealed
-  ``requestState``), else the call ends with an input-required result.
+  ``requestState``), else the call ends with an input-required result. Every state it mints
+  is unique (a random nonce), so a state that granted an approval can be recorded as spent
+  (``spend_state``; see ``apcore_mcp.used_approvals``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -136,9 +140,15 @@ class ModernPeer:
 
     era: Era = "modern"
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], answers: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, ctx: ServerRequestContext[Any, Any], answers: dict[str, dict[str, Any]], request_state: str | None = None
+    ) -> None:
         self._ctx = ctx
         self.answers = answers
+        self.request_state = request_state
+        """The verified (unsealed) ``requestState`` this request carried; ``None`` on a first round."""
+        self._spent = False
+        self._spending = anyio.Lock()
 
     @classmethod
     def for_request(
@@ -152,7 +162,7 @@ class ModernPeer:
         answers, asked = decode_state(request_state)
         responses = _responses(input_responses)
         answers.update({key: value for key, value in responses.items() if key in asked})
-        return cls(ctx, answers)
+        return cls(ctx, answers, request_state)
 
     back_channel = True
     """Input-required rounds need no channel: the client retries with the answers."""
@@ -168,6 +178,19 @@ class ModernPeer:
         if missing:
             raise InputRequired(missing, dict(self.answers))
         return {key: self.answers[key] for key in requests}
+
+    async def spend_state(self, spend: Callable[[str], Awaitable[bool]]) -> bool:
+        """Whether this request may act on its state's answers once more, spending the state at most once.
+
+        ``spend(state)`` is awaited the first time (``True``: the state was not spent before); a
+        spent state stays usable for the rest of this request (an approval nested in the approved
+        call), never for another request. ``False`` without a state. Exceptions of ``spend``
+        propagate and leave the state unspent.
+        """
+        async with self._spending:  # two approvals of one request at once spend the state once
+            if not self._spent and self.request_state is not None:
+                self._spent = await spend(self.request_state)
+            return self._spent
 
     async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None:
         # The SDK sends only what this request opted into with its log-level _meta key.
@@ -205,8 +228,13 @@ def _responses(input_responses: Mapping[str, Any] | None) -> dict[str, dict[str,
 
 
 def encode_state(answers: dict[str, dict[str, Any]], asked: list[str]) -> str:
-    """The plaintext of a ``requestState`` (the SDK's boundary seals it on the way out)."""
-    return json.dumps({"v": STATE_VERSION, "answers": answers, "asked": asked}, separators=(",", ":"))
+    """The plaintext of a ``requestState`` (the SDK's boundary seals it on the way out).
+
+    The nonce makes every state unique, so recording one as spent never spends another round
+    that happens to carry the same answers and questions.
+    """
+    state = {"v": STATE_VERSION, "n": secrets.token_urlsafe(16), "answers": answers, "asked": asked}
+    return json.dumps(state, separators=(",", ":"))
 
 
 def decode_state(state: str | None) -> tuple[dict[str, dict[str, Any]], set[str]]:

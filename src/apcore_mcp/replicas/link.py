@@ -1,6 +1,6 @@
 """One Redis client per app, and the account of whether Redis is reachable.
 
-Every user of the link (the change broadcaster, the rate-limit buckets) reports its failures
+Every user of the link (change broadcast, rate-limit buckets, used approvals) reports its failures
 and successes here. The first failure of an outage logs one WARNING naming what the replica
 does instead (its fallback); the first success after it logs that Redis is back. While Redis
 is away, ``available()`` is false for ``cooldown`` seconds after each failure, so per-call

@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from apcore_mcp.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.bridge import Bridge, change_of
 from apcore_mcp.limits import BucketStore
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
+from apcore_mcp.replicas.used_approvals import RedisUsedApprovals
+from apcore_mcp.used_approvals import UsedApprovals
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +28,7 @@ class SharedState:
     link: RedisLink
     broadcaster: ChangeBroadcaster | None = None
     _unsubscribe: Callable[[], None] | None = field(default=None, repr=False)
+    _approvals: tuple[MCPApprovalHandler, UsedApprovals] | None = field(default=None, repr=False)
 
     async def run(self) -> None:
         """Serve the shared state until cancelled (nothing to run without broadcasting)."""
@@ -37,6 +41,11 @@ class SharedState:
         """Rate-limit buckets shared by the replicas (``fallback`` while Redis is away)."""
         return RedisBuckets(self.link, fallback)
 
+    def share_approvals(self, handler: MCPApprovalHandler) -> None:
+        """Record ``handler``'s used approvals in Redis, so a state used on one replica is refused by all."""
+        self._approvals = (handler, handler.used)
+        handler.used = RedisUsedApprovals(self.link)
+
     def problems(self) -> dict[str, str]:
         """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``."""
         problem = self.link.problem()
@@ -46,6 +55,9 @@ class SharedState:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._approvals is not None:  # the handler outlives this app (a user's Executor)
+            handler, own = self._approvals
+            handler.used, self._approvals = own, None
         await self.link.aclose()
 
 
@@ -61,6 +73,8 @@ def shared_state(bridge: Bridge) -> SharedState | None:
             "reaches another replica. Give every replica the same request_state_keys."
         )
     state = SharedState(RedisLink(settings.redis_url, settings.redis_prefix))
+    if (handler := mcp_approval_handler(bridge.executor)) is not None:
+        state.share_approvals(handler)
     if settings.broadcast_changes:
         broadcaster = ChangeBroadcaster(state.link, bridge.notifier)
 

@@ -1,0 +1,360 @@
+"""A sealed 2026-07-28 approval is single-use: replaying the approved round runs nothing.
+
+The attack: a client that got an approval-gated tool approved sends the same retry again (the
+sealed ``requestState`` and its "yes") while the state is still valid. The seal is intact, so
+only a record of used states can refuse it. Driven with raw JSON-RPC over httpx against uvicorn
+on 127.0.0.1; a destructive module leaves one line in a marker file per run, so "ran once" is
+read from the disk. Replicas: two servers sharing one real ``redis-server`` and one key ring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from apcore import Executor, ModuleAnnotations, Registry
+from pydantic import BaseModel
+
+from apcore_mcp.approval import MCPApprovalHandler
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.context import elicit
+from apcore_mcp.pipeline import install_pipeline
+from apcore_mcp.settings import Settings
+from apcore_mcp.testing import free_port
+from hostile.kit import MODERN_META, modern_headers, sse_payload, wait_until
+
+from conftest import running_http
+from replica_support import RedisServer, new_key, redis_running
+
+YES = {"action": "accept", "content": {"approve": True}}
+NO = {"action": "decline"}
+ELICITING_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+INVALID_PARAMS = -32602
+
+
+class WipeIn(BaseModel):
+    marker: str
+    fail: bool = False
+
+
+class Wipe:
+    """Destructive and approval-gated: one line in ``marker`` per run (then fails if told to)."""
+
+    description = "Wipe a target"
+    input_schema = WipeIn
+    annotations = ModuleAnnotations(destructive=True, requires_approval=True)
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        with open(inputs["marker"], "a") as marker:
+            marker.write("ran\n")
+        if inputs.get("fail"):
+            raise RuntimeError("wiped, then failed")
+        return {"wiped": True}
+
+
+class WipeWithReason:
+    """Approval-gated, then asks why (a second round) before its side effect."""
+
+    description = "Wipe a target, giving a reason"
+    input_schema = WipeIn
+    annotations = ModuleAnnotations(destructive=True, requires_approval=True)
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]}
+        if await elicit(context, "Why?", schema, key="reason") is None:
+            return {"wiped": False}
+        with open(inputs["marker"], "a") as marker:
+            marker.write("ran\n")
+        return {"wiped": True}
+
+
+class WipeThroughOther:
+    """Approval-gated, and calls the approval-gated ``replay.wipe``: two approvals in one call."""
+
+    description = "Wipe a target through replay.wipe"
+    input_schema = WipeIn
+    annotations = ModuleAnnotations(destructive=True, requires_approval=True)
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        return dict(await context.executor.call_async("replay.wipe", {"marker": inputs["marker"]}, context))
+
+
+def replay_registry() -> Registry:
+    registry = Registry()
+    registry.register("replay.wipe", Wipe())
+    registry.register("replay.wipe_with_reason", WipeWithReason())
+    registry.register("replay.wipe_through_other", WipeThroughOther())
+    return registry
+
+
+def runs(marker: Path) -> int:
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+@contextlib.asynccontextmanager
+async def server(source: Registry | Executor | None = None, **settings: Any) -> AsyncIterator[tuple[str, Bridge]]:
+    bridge = Bridge.build(source or replay_registry(), Settings(**settings))
+    try:
+        async with running_http(bridge) as url:
+            yield url, bridge
+    finally:
+        bridge.close()
+
+
+async def call(
+    url: str, name: str, arguments: dict[str, Any], *, state: str | None = None, answers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One raw 2026-07-28 ``tools/call`` (from a client that can elicit); the JSON-RPC response."""
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": ELICITING_META}
+    if state is not None:
+        params["requestState"] = state
+    if answers is not None:
+        params["inputResponses"] = answers
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    async with httpx.AsyncClient(timeout=20) as http:
+        response = await http.post(f"{url}/mcp", json=body, headers=modern_headers("tools/call", name))
+    return sse_payload(response.text)
+
+
+async def ask(url: str, name: str, arguments: dict[str, Any], state: str | None = None, answers: Any = None) -> str:
+    """A call that must end in an input-required round; its sealed state."""
+    response = await call(url, name, arguments, state=state, answers=answers)
+    result = response["result"]
+    assert result["resultType"] == "input_required", response
+    return str(result["requestState"])
+
+
+def ran(response: dict[str, Any]) -> None:
+    result = response["result"]
+    assert result["resultType"] == "complete" and result["isError"] is False, response
+
+
+def refused(response: dict[str, Any], why: str) -> None:
+    """A complete error result naming ``why`` (the module was not run)."""
+    result = response["result"]
+    assert result["resultType"] == "complete" and result["isError"] is True, response
+    text = result["content"][0]["text"]
+    assert "Not run" in text and why in text, text
+
+
+# -- one server ------------------------------------------------------------------------------
+
+
+async def test_a_replayed_approval_runs_nothing_and_says_why(tmp_path: Path) -> None:
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    async with server() as (url, _bridge):
+        state = await ask(url, "replay.wipe", arguments)
+        ran(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES}))
+        assert runs(marker) == 1
+        for _ in range(2):
+            replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+            refused(replay, "already used")
+    assert runs(marker) == 1
+
+
+async def test_concurrent_replays_run_the_module_once(tmp_path: Path) -> None:
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    async with server() as (url, _bridge):
+        state = await ask(url, "replay.wipe", arguments)
+        answers = {"approve-replay-wipe": YES}
+        responses = await asyncio.gather(
+            *(call(url, "replay.wipe", arguments, state=state, answers=answers) for _ in range(6))
+        )
+    outcomes = sorted(response["result"]["isError"] for response in responses)
+    assert outcomes == [False] + [True] * 5, responses
+    assert runs(marker) == 1
+
+
+async def test_a_declined_answer_spends_nothing(tmp_path: Path) -> None:
+    """A "no" leaves the state unused: the same round can still be answered "yes", once."""
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    async with server() as (url, _bridge):
+        state = await ask(url, "replay.wipe", arguments)
+        refused(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": NO}), "declined")
+        assert runs(marker) == 0
+        ran(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES}))
+        replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        refused(replay, "already used")
+    assert runs(marker) == 1
+
+
+async def test_an_approval_whose_module_failed_is_still_used(tmp_path: Path) -> None:
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker), "fail": True}
+    async with server() as (url, _bridge):
+        state = await ask(url, "replay.wipe", arguments)
+        failed = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        assert failed["result"]["isError"] is True and "Not run" not in failed["result"]["content"][0]["text"]
+        replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        refused(replay, "already used")
+    assert runs(marker) == 1
+
+
+async def test_calls_with_the_same_arguments_are_each_approved_once(tmp_path: Path) -> None:
+    """Two rounds asking the same thing are two states: using one leaves the other usable."""
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    answers = {"approve-replay-wipe": YES}
+    async with server() as (url, _bridge):
+        first, second = await ask(url, "replay.wipe", arguments), await ask(url, "replay.wipe", arguments)
+        ran(await call(url, "replay.wipe", arguments, state=first, answers=answers))
+        ran(await call(url, "replay.wipe", arguments, state=second, answers=answers))
+        for state in (first, second):
+            refused(await call(url, "replay.wipe", arguments, state=state, answers=answers), "already used")
+    assert runs(marker) == 2
+
+
+async def test_every_round_after_the_approval_is_single_use_too(tmp_path: Path) -> None:
+    """The "yes" travels on in the next round's state: that state approves once, as the first did."""
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    name, approve = "replay.wipe_with_reason", {"approve-replay-wipe_with_reason": YES}
+    reason = {"reason": {"action": "accept", "content": {"why": "disk full"}}}
+    async with server() as (url, _bridge):
+        first = await ask(url, name, arguments)
+        second = await ask(url, name, arguments, state=first, answers=approve)
+        ran(await call(url, name, arguments, state=second, answers=reason))
+        assert runs(marker) == 1
+        refused(await call(url, name, arguments, state=second, answers=reason), "already used")
+        refused(await call(url, name, arguments, state=first, answers=approve), "already used")
+    assert runs(marker) == 1
+
+
+async def test_two_approvals_in_one_call_spend_its_state_once(tmp_path: Path) -> None:
+    """A gated module calling another: both approvals rest on one retry, which may run once."""
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    name = "replay.wipe_through_other"
+    async with server() as (url, _bridge):
+        first = await ask(url, name, arguments)
+        second = await ask(url, name, arguments, state=first, answers={"approve-replay-wipe_through_other": YES})
+        inner = {"approve-replay-wipe": YES}
+        ran(await call(url, name, arguments, state=second, answers=inner))
+        assert runs(marker) == 1
+        refused(await call(url, name, arguments, state=second, answers=inner), "already used")
+    assert runs(marker) == 1
+
+
+async def test_the_record_expires_with_the_state(tmp_path: Path) -> None:
+    """Entries live as long as a state may be sent; after that the seal itself refuses the replay."""
+    from apcore_mcp.used_approvals import MemoryUsedApprovals
+
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    answers = {"approve-replay-wipe": YES}
+    record = MemoryUsedApprovals()
+    executor = install_pipeline(Executor(replay_registry(), approval_handler=MCPApprovalHandler(used=record)))
+    async with server(executor, request_state_ttl=2.0) as (url, _bridge):
+        state = await ask(url, "replay.wipe", arguments)
+        ran(await call(url, "replay.wipe", arguments, state=state, answers=answers))
+        refused(await call(url, "replay.wipe", arguments, state=state, answers=answers), "already used")
+        assert len(record) == 1
+        await wait_until(lambda: len(record) == 0, "the used-approval entry expired", timeout=10)
+        expired = await call(url, "replay.wipe", arguments, state=state, answers=answers)
+    assert expired["error"]["code"] == INVALID_PARAMS, expired
+    assert runs(marker) == 1
+
+
+async def test_a_full_record_refuses_approvals(tmp_path: Path) -> None:
+    """Forgetting a used state early would reopen its replay: a full record fails closed instead."""
+    from apcore_mcp.used_approvals import MemoryUsedApprovals
+
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    answers = {"approve-replay-wipe": YES}
+    handler = MCPApprovalHandler(used=MemoryUsedApprovals(max_entries=1))
+    async with server(install_pipeline(Executor(replay_registry(), approval_handler=handler))) as (url, _bridge):
+        first, second = await ask(url, "replay.wipe", arguments), await ask(url, "replay.wipe", arguments)
+        ran(await call(url, "replay.wipe", arguments, state=first, answers=answers))
+        refused(await call(url, "replay.wipe", arguments, state=second, answers=answers), "cannot record")
+    assert runs(marker) == 1
+
+
+# -- replicas sharing Redis ------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def replicas(redis_url: str, **settings: Any) -> AsyncIterator[tuple[str, str]]:
+    """Two servers, one key ring, one Redis: what a round-robin balancer would reach."""
+    shared = {"redis_url": redis_url, "request_state_keys": (new_key(),), **settings}
+    async with server(**shared) as (a, _), server(**shared) as (b, _):
+        yield a, b
+
+
+async def test_a_replay_on_another_replica_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    answers = {"approve-replay-wipe": YES}
+    with redis_running(tmp_path / "redis") as redis_server:
+        async with replicas(redis_server.url) as (a, b):
+            state = await ask(a, "replay.wipe", arguments)
+            ran(await call(b, "replay.wipe", arguments, state=state, answers=answers))
+            refused(await call(a, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            refused(await call(b, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            # The same retry reaching both replicas at once: one of them runs it.
+            state = await ask(b, "replay.wipe", arguments)
+            both = await asyncio.gather(
+                *(call(url, "replay.wipe", arguments, state=state, answers=answers) for url in (a, b, a, b))
+            )
+    assert sorted(response["result"]["isError"] for response in both) == [False, True, True, True], both
+    assert runs(marker) == 2
+
+
+async def test_the_shared_record_expires_with_the_state(tmp_path: Path) -> None:
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    answers = {"approve-replay-wipe": YES}
+    with redis_running(tmp_path / "redis") as redis_server:
+        store = redis.Redis.from_url(redis_server.url)
+        async with replicas(redis_server.url, request_state_ttl=2.0, redis_prefix="replay:") as (a, b):
+            state = await ask(a, "replay.wipe", arguments)
+            ran(await call(b, "replay.wipe", arguments, state=state, answers=answers))
+            [key] = store.keys("replay:approval:*")
+            assert 0 < store.pttl(key) <= 2000
+            refused(await call(a, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            await wait_until(lambda: not store.exists(key), "the shared entry expired", timeout=10)
+            expired = await call(a, "replay.wipe", arguments, state=state, answers=answers)
+        store.close()
+    assert expired["error"]["code"] == INVALID_PARAMS, expired
+    assert runs(marker) == 1
+
+
+async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path) -> None:
+    """Without the shared record a replay could not be seen: approvals are refused, with a reason.
+
+    A "no" consumes nothing, so it needs no record: it is answered as ever, Redis untouched.
+    Redis back: approvals are granted again and the degradation clears.
+    """
+    marker = tmp_path / "wiped"
+    arguments = {"marker": str(marker)}
+    (tmp_path / "redis").mkdir()
+    redis_server = RedisServer(free_port(), tmp_path / "redis")  # not started yet: nothing listens there
+
+    async def approved_once_more() -> bool:
+        state = await ask(a, "replay.wipe", arguments)
+        response = await call(b, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        return response["result"]["isError"] is False
+
+    async with replicas(redis_server.url) as (a, b), httpx.AsyncClient() as http:
+        state = await ask(a, "replay.wipe", arguments)
+        refused(await call(b, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": NO}), "declined")
+        assert "degraded" not in (await http.get(f"{b}/ready")).json()
+        yes = {"approve-replay-wipe": YES}
+        refused(await call(b, "replay.wipe", arguments, state=state, answers=yes), "cannot record")
+        assert "approvals" in (await http.get(f"{b}/ready")).json()["degraded"]["redis"]
+        assert runs(marker) == 0
+        try:
+            redis_server.start()
+            await wait_until(approved_once_more, "an approval granted once Redis is back", timeout=15)
+        finally:
+            redis_server.stop()
+        assert "degraded" not in (await http.get(f"{b}/ready")).json()
+    assert runs(marker) == 1
