@@ -15,6 +15,7 @@ Wiring (the app factory): ``routes`` into the app (behind the Host/Origin guard)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,6 +40,18 @@ from apcore_mcp.upstream.scopes import ScopeSelection
 logger = logging.getLogger(__name__)
 
 SCOPE_PATH = "/scopes/{name}/mcp"
+MOUNTING = ("mcp_config", "scope", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+"""Settings of mounting upstream servers: the main server's. An endpoint only filters what is mounted."""
+
+
+def endpoint_settings(settings: Settings, tool_mode: str) -> Settings:
+    """A scope endpoint's settings: the server's, in the scope's tool mode, without its filters and mounting.
+
+    The scope's own selection replaces the server-wide tags/prefix filters; the mounting
+    settings go back to their defaults (set without ``mcp_config`` they would stop the start).
+    """
+    defaults = {field.name: field.default for field in dataclasses.fields(Settings) if field.name in MOUNTING}
+    return settings.replace(tool_mode=tool_mode, dynamic=True, tags=None, prefix=None, **defaults)
 
 
 @dataclass(eq=False)
@@ -124,11 +137,7 @@ class ScopeEndpoints:
         if self._task_group is None:
             raise RuntimeError("ScopeEndpoints.update() outside run()")
         selection = ScopeSelection(self._executor.registry, scope)
-        # The scope's own selection replaces the server-wide tags/prefix filters.
-        # Mounting is the main server's: the endpoint only filters what is mounted (mcp_config=None).
-        settings = self._settings.replace(
-            tool_mode=self._mode(scope), dynamic=True, tags=None, prefix=None, mcp_config=None
-        )
+        settings = endpoint_settings(self._settings, self._mode(scope))
         bridge = Bridge.build(self._executor, settings, include=selection, limits=self._limits)
         # The same limits and fixes as /mcp (see http/app.py); no event store, so nothing to resume.
         manager = SessionManager(
