@@ -3,9 +3,9 @@
 #   docker build -t apcore-mcp .
 #   docker run --rm -p 127.0.0.1:8000:8000 apcore-mcp
 #
-# Behind a reverse proxy, set FORWARDED_ALLOW_IPS to the proxy's address (uvicorn reads it
-# itself; never "*" while port 8000 is reachable directly) and list the public host name in
-# APCORE_MCP_ALLOWED_HOSTS. See docker-compose.yml and deploy/.
+# Behind a reverse proxy, set APCORE_MCP_FORWARDED_ALLOW_IPS to the proxy's address as the
+# container sees it (an IP or a CIDR network; nothing clients can reach port 8000 from directly)
+# and list the public host name in APCORE_MCP_ALLOWED_HOSTS. See docker-compose.yml and deploy/.
 
 # ---- build: install the package and its pinned dependencies into a virtualenv ----
 FROM python:3.11-slim AS build
@@ -34,12 +34,13 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     APCORE_MCP_HOST=0.0.0.0 \
-    APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions \
-    FORWARDED_ALLOW_IPS=127.0.0.1
+    APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions
 USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
-# --forwarded-allow-ips is deliberately absent: uvicorn takes it from $FORWARDED_ALLOW_IPS.
+# --no-proxy-headers: the app names the client from X-Forwarded-For/Forwarded itself, believing
+# only APCORE_MCP_FORWARDED_ALLOW_IPS (unset here: the socket peer is the client). uvicorn's own
+# rewrite would trust any loopback peer.
 # --http: uvicorn's h11 protocol with a deadline on request headers (APCORE_MCP_HEADER_TIMEOUT).
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol:TimedH11Protocol"]
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol:TimedH11Protocol"]

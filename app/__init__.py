@@ -1,7 +1,9 @@
 """Deployment entry point: ``uvicorn app:create_app --factory``.
 
 Reads the ``APCORE_MCP_*`` environment once, discovers the extensions directory and returns
-the library's Starlette app. A wrong setting stops the start with a message naming it.
+the library's Starlette app. A wrong setting stops the start with a message naming it. Run it
+with ``--no-proxy-headers``: the app names the client from forwarded headers itself, trusting
+only ``APCORE_MCP_FORWARDED_ALLOW_IPS``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def create_app() -> Starlette:
     path = Path(extensions_dir)
     if not path.is_dir():
         raise SettingsError(f"Invalid setting: APCORE_MCP_EXTENSIONS_DIR: not a directory: {extensions_dir}")
+    if os.environ.get("FORWARDED_ALLOW_IPS") and not settings.forwarded_allow_ips:
+        logger.warning(
+            "FORWARDED_ALLOW_IPS is uvicorn's variable: the app believes forwarded headers only from the proxies "
+            "in APCORE_MCP_FORWARDED_ALLOW_IPS (set that instead, and run uvicorn with --no-proxy-headers)"
+        )
     registry = Registry(extensions_dir=str(path))
     count = registry.discover()
     logger.info("Discovered %d module(s) in %s", count, path)

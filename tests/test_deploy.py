@@ -103,14 +103,15 @@ def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
     assert cmd[:3] == ["uvicorn", "app:create_app", "--factory"], cmd
     assert option(cmd, "--host") == "0.0.0.0"
     assert option(cmd, "--port") == "8000"
-    assert "--proxy-headers" in cmd
+    assert "--no-proxy-headers" in cmd  # the app names the client, from APCORE_MCP_FORWARDED_ALLOW_IPS only
     assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
     assert "--no-access-log" in cmd
     assert option(cmd, "--http") == "apcore_mcp.run.protocol:TimedH11Protocol"  # request headers timed
     # forwarded headers trusted from the proxy only: never "*"
     trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
     env = final_stage().env()
-    trusted += [env[name] for name in ("FORWARDED_ALLOW_IPS", "UVICORN_FORWARDED_ALLOW_IPS") if name in env]
+    names = ("APCORE_MCP_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS", "UVICORN_FORWARDED_ALLOW_IPS")
+    trusted += [env[name] for name in names if name in env]
     for value in trusted:
         assert "*" not in value, f"forwarded headers trusted from anyone: {value}"
 
@@ -168,7 +169,7 @@ def test_compose_wires_nginx_prometheus_and_trusted_proxy() -> None:
     assert "apcore-mcp" in allowed, "Prometheus scrapes with Host apcore-mcp:8000"
     nginx_networks = services["nginx"]["networks"]
     nginx_ips = {net["ipv4_address"] for net in nginx_networks.values() if net and "ipv4_address" in net}
-    assert env["FORWARDED_ALLOW_IPS"] in nginx_ips, "trust forwarded headers from nginx only"
+    assert env["APCORE_MCP_FORWARDED_ALLOW_IPS"] in nginx_ips, "trust forwarded headers from nginx only"
     assert services["nginx"]["image"].startswith("nginx:1.27-alpine")
     assert services["prometheus"]["image"].startswith("prom/prometheus")
     mounts = {
@@ -255,7 +256,7 @@ def test_kubernetes_manifests() -> None:
     (container,) = pod["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["APCORE_MCP_STATELESS"] == "true"
-    assert "*" not in env.get("FORWARDED_ALLOW_IPS", "")
+    assert "*" not in env.get("APCORE_MCP_FORWARDED_ALLOW_IPS", "")
     for probe, path in (("livenessProbe", "/health"), ("readinessProbe", "/ready")):
         get = container[probe]["httpGet"]
         assert get["path"] == path

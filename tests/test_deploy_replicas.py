@@ -23,7 +23,7 @@ from deploy_support import DEPLOY, REPO
 KUBERNETES = DEPLOY / "kubernetes"
 K8S_VERSION = "1.37.0"
 ENV_NAMES = {opt.env_var for opt in [*options(), *LAUNCH_OPTIONS] if opt.env_var}
-OTHER_ENV = {"FORWARDED_ALLOW_IPS"}  # read by uvicorn itself
+OTHER_ENV: set[str] = set()  # variables read by something else than the app (none now)
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -178,7 +178,7 @@ def test_compose_replicas_profile_is_two_replicas_and_redis_behind_nginx() -> No
         assert "ports" not in service, "replicas are reached through nginx only"
         assert env["APCORE_MCP_STATELESS"] == "true"
         assert env["APCORE_MCP_REQUEST_STATE_KEYS"] == "${APCORE_MCP_REQUEST_STATE_KEYS:-}"  # one key for all
-        assert env["FORWARDED_ALLOW_IPS"] == nginx_ip
+        assert env["APCORE_MCP_FORWARDED_ALLOW_IPS"] == nginx_ip
         assert name in env["APCORE_MCP_ALLOWED_HOSTS"].split(",")
         assert env["APCORE_MCP_REDIS_URL"].startswith("redis://redis:")
         assert "/ready" in " ".join(service["healthcheck"]["test"])

@@ -138,6 +138,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     from apcore import Registry
 
+    from apcore_mcp.redaction import RedactedLogs
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
 
@@ -150,7 +151,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     count = registry.discover()
     logger.info("Discovered %d module(s) in %s", count, extensions_dir)
     try:
-        serve(registry, transport=transport, **values)
+        with RedactedLogs():  # every transport: no credential in a log line (the HTTP app's lifespan does it too)
+            serve(registry, transport=transport, **values)
     except SettingError as exc:
         _fail(f"{flag_of(exc.field)}: {exc}", EXIT_INVALID)
     except ValueError as exc:

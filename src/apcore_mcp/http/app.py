@@ -31,6 +31,7 @@ from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
 from apcore_mcp.http.exposure import warn_if_exposed
+from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
@@ -38,6 +39,7 @@ from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
+from apcore_mcp.redaction import RedactedLogs
 from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.run.upstreams import readiness, serving_upstreams
@@ -105,6 +107,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with (
+            RedactedLogs(),  # first in, last out: nothing logged while serving shows a credential
             manager.run(),
             serving_upstreams(bridge, endpoints=endpoints) as upstreams,
             anyio.create_task_group() as background,
@@ -147,7 +150,11 @@ def create_app(
     if settings.explorer:
         routes += explorer_routes(bridge, gate)
     # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
-    middleware = [Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject)]
+    middleware = [
+        # Outermost: all inside (limits, sessions per caller, the explorer's origin check) see the real client.
+        Middleware(ForwardedClient, trusted=TrustedProxies(settings.forwarded_allow_ips)),
+        Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject),
+    ]
     if auth is not None:
         routes += auth.routes
         middleware += auth.middleware(on_reject=metrics.reject)

@@ -170,6 +170,9 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         lifespan="on",
         log_config=None,
         access_log=False,
+        # The app names the client itself, from the proxies in forwarded_allow_ips only
+        # (http/forwarded.py); uvicorn's own rewrite would trust loopback peers by default.
+        proxy_headers=False,
         timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
         ws="none",
         http=TimedH11Protocol,
