@@ -1,10 +1,12 @@
-"""stdio under attack: malformed lines get JSON-RPC errors, a 64 MiB line does not kill the server, odd outputs arrive."""
+"""stdio under attack: malformed lines get JSON-RPC errors, huge or pathological lines are refused
+without stopping the server, odd outputs arrive."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from hostile.kit import HERE, INIT
 
-LINE_LIMIT = 64 * 1024 * 1024
+LINE_LIMIT = 4 * 1024 * 1024  # max_body_bytes, the bound of a line too
 
 
 class StdioPeer:
@@ -93,13 +95,13 @@ async def test_a_malformed_line_gets_a_json_rpc_error_and_the_next_line_is_serve
 
 
 @pytest.mark.slow
-async def test_a_line_over_64_mib_is_refused_and_the_server_keeps_serving(peer: StdioPeer) -> None:
+async def test_a_line_over_max_body_bytes_is_refused_and_the_server_keeps_serving(peer: StdioPeer) -> None:
     arguments = '{"blob": "' + "x" * (LINE_LIMIT + 1024) + '"}'
     line = (
         b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"hostile.echo","arguments":'
         + arguments.encode()
     )
-    await peer.send(line + b"}}")  # used to end the process: LimitOverrunError out of the reader
+    await peer.send(line + b"}}")  # used to end the process: LimitOverrunError out of the reader (at 64 MiB)
     error = await peer.receive(60)
     assert (error.get("error", {}).get("code"), error["id"]) == (-32600, None), str(error)[:300]
     assert "exceeds" in error["error"]["message"]
@@ -107,6 +109,48 @@ async def test_a_line_over_64_mib_is_refused_and_the_server_keeps_serving(peer: 
     answer = await peer.receive(10)
     assert answer["id"] == 10 and answer["result"]["isError"] is False
     assert peer.proc.returncode is None
+
+
+def many_keys_call(request_id: int, keys: int) -> bytes:
+    arguments = {f"k{i}": i for i in range(keys)}
+    return json.dumps({**call(request_id), "params": {"name": "hostile.echo", "arguments": arguments}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("keys", "words"),
+    [(200_000, "has more than 100000 JSON keys and elements"), (1_000_000, f"exceeds {LINE_LIMIT} bytes")],
+)
+async def test_a_line_with_too_many_keys_is_refused_and_a_ping_behind_it_answered(
+    peer: StdioPeer, keys: int, words: str
+) -> None:
+    line = many_keys_call(11, keys)  # 200,000 keys: 3.6 MB; 1,000,000: 19 MB
+    started = time.perf_counter()
+    await peer.send(line)
+    await peer.send({"jsonrpc": "2.0", "id": 12, "method": "ping"})
+    refused = await peer.receive(60)  # a million keys held stdio for 19 s, then ran the call
+    answered = await peer.receive(10)
+    print(
+        f"\n{keys:,} keys ({len(line):,} bytes) refused on stdio, ping answered: {time.perf_counter() - started:.2f} s"
+    )
+    error = {"code": -32600, "message": f"Invalid request: the message {words}"}
+    assert (refused["id"], refused.get("error")) == (None, error), str(refused)[:300]  # was the call's result
+    assert answered == {"jsonrpc": "2.0", "id": 12, "result": {}}
+
+
+async def test_a_line_nested_10000_deep_is_refused_by_its_depth(peer: StdioPeer) -> None:
+    arguments = '{"a":' * 10_000 + "1" + "}" * 10_000
+    await peer.send(
+        b'{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"hostile.echo","arguments":'
+        + arguments.encode()
+        + b"}}"
+    )
+    refused = await peer.receive(10)  # was -32700 "not valid JSON": the parser's recursion limit
+    assert refused["error"] == {
+        "code": -32600,
+        "message": "Invalid request: the message is nested more than 64 levels deep",
+    }
+    await peer.send(call(14))
+    assert (await peer.receive(10))["id"] == 14
 
 
 async def test_closing_stdin_cancels_the_call_in_flight(tmp_path: Path) -> None:

@@ -38,9 +38,10 @@ from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
+from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
-from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, REJECT_STATE
+from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
 from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
@@ -126,7 +127,11 @@ def create_app(
             app.state.ready = True
             try:
                 # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
-                yield {HEADER_TIMEOUT_STATE: settings.header_timeout, REJECT_STATE: metrics.reject}
+                yield {
+                    HEADER_TIMEOUT_STATE: settings.header_timeout,
+                    MAX_HEADER_BYTES_STATE: settings.max_header_bytes,
+                    REJECT_STATE: metrics.reject,
+                }
             finally:
                 app.state.ready = False
                 background.cancel_scope.cancel()
@@ -153,14 +158,21 @@ def create_app(
     middleware = [
         # Outermost: all inside (limits, sessions per caller, the explorer's origin check) see the real client.
         Middleware(ForwardedClient, trusted=TrustedProxies(settings.forwarded_allow_ips)),
-        Middleware(HostOriginGuard, policy=policy, on_reject=metrics.reject),
+        Middleware(
+            HostOriginGuard, policy=policy, on_reject=metrics.reject, max_header_bytes=settings.max_header_bytes
+        ),
     ]
     if auth is not None:
         routes += auth.routes
         middleware += auth.middleware(on_reject=metrics.reject)
     middleware += [
         Middleware(HttpMetrics, metrics=metrics),
-        Middleware(BodyGuard, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout),
+        Middleware(
+            BodyGuard,
+            max_bytes=settings.max_body_bytes,
+            timeout=settings.body_timeout,
+            json_bounds=JsonBounds(settings.max_json_depth, settings.max_json_items),
+        ),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge

@@ -1,11 +1,14 @@
-"""Request bodies read once, in full, within a size limit and a deadline (pure ASGI).
+"""Request bodies read once, in full, within a size limit, a deadline and JSON bounds (pure ASGI).
 
 Every route that takes a body (``POST /mcp``, ``/messages/``, the explorer's call route)
 reads it whole before acting, so ``BodyGuard`` reads it first: a body over ``max_bytes``
 (declared or chunked) is answered 413, one not complete within ``timeout`` seconds 408, and
-both close the connection (its unread rest cannot be parsed as the next request). The app
-then gets the body at once, and later ``receive()`` calls reach the client as before (so
-disconnects are still seen).
+both close the connection (its unread rest cannot be parsed as the next request). A body
+nesting JSON deeper or holding more keys and elements than ``json_bounds`` allow is answered
+400 before anything parses it (``jsonbounds``), whatever its Content-Type: each of those routes
+parses JSON (the SDK's ``/messages/`` without looking at the Content-Type). The app then gets
+the body at once, and later ``receive()`` calls reach the client as before (so disconnects are
+still seen).
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ from __future__ import annotations
 import json
 
 import anyio
+from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from apcore_mcp.jsonbounds import JsonBounds
 
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 DRAIN_SECONDS = 2.0
 """Longest time spent reading the rest of a refused body before answering 413."""
+JSONRPC_ENDPOINT = "/mcp"
+"""How the paths of the Streamable HTTP endpoints end (``/mcp``, ``/scopes/{name}/mcp``)."""
 
 
 def replaying(body: bytes, receive: Receive) -> Receive:
@@ -47,13 +55,23 @@ async def send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-class BodyGuard:
-    """Pure ASGI middleware: the whole body within ``max_bytes`` and ``timeout`` seconds, or 413/408."""
+async def refuse(send: Send, scope: Scope, status: int, message: str, *, code: int = INVALID_REQUEST) -> None:
+    """A refusal in the words its route speaks: ``{"error": message}``, or on the Streamable HTTP
+    endpoints a JSON-RPC error (``id`` null), which the SDK's client hands to its caller."""
+    if scope["path"].endswith(JSONRPC_ENDPOINT):
+        await send_json(send, status, {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+    else:
+        await send_json(send, status, {"error": message})
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
+
+class BodyGuard:
+    """Pure ASGI middleware: the whole body within ``max_bytes``, ``timeout`` and ``json_bounds``, or 413/408/400."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float, json_bounds: JsonBounds | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout = timeout
+        self.json_bounds = json_bounds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in _BODILESS:
@@ -64,8 +82,13 @@ class BodyGuard:
             await self._too_large(receive, send)
             return
         body = await self._read(receive, send)
-        if body is not None:
-            await self.app(scope, replaying(body, receive), send)
+        if body is None:
+            return
+        excess = self.json_bounds.excess(body) if self.json_bounds is not None else None
+        if excess is not None:
+            await refuse(send, scope, 400, f"Request body {excess}")
+            return
+        await self.app(scope, replaying(body, receive), send)
 
     async def _read(self, receive: Receive, send: Send) -> bytes | None:
         """The body, or ``None`` once answered (413, 408) or the client went away."""

@@ -1,4 +1,4 @@
-"""uvicorn's h11 protocol with a deadline on request headers, against slowloris clients.
+"""uvicorn's h11 protocol with a deadline and a size limit on request headers.
 
 uvicorn limits the idle time between requests (``timeout_keep_alive``) but not the time a
 client takes to finish sending headers: a client trickling one header byte every few seconds
@@ -6,16 +6,24 @@ holds its socket (and a file descriptor) forever. This protocol closes a connect
 request headers are not complete ``header_timeout`` seconds after the connection opened or
 the previous response ended. Request bodies are timed by ``http.body.BodyGuard``.
 
+Nor does uvicorn bound the size of the headers: h11's ``max_incomplete_event_size`` is checked
+only while a head is incomplete, so a 70 KB head arriving in one read passes (and a trickled
+one is answered 400). Here a request head (request line and header lines) over
+``max_header_bytes`` is answered 431 before h11 parses it, whole or trickled.
+
 Our own server uses it; with the uvicorn command line pass
-``--http apcore_mcp.run.protocol:TimedH11Protocol``. The deadline comes from the app's
-``header_timeout`` setting, which the app's lifespan puts in the state uvicorn shares with
-its protocols (``DEFAULT_HEADER_TIMEOUT`` before the app has started).
+``--http apcore_mcp.run.protocol:TimedH11Protocol``. The deadline and the size come from the
+app's ``header_timeout`` and ``max_header_bytes`` settings, which the app's lifespan puts in the
+state uvicorn shares with its protocols (the ``DEFAULT_...`` values before the app has started).
+The app checks the size of the headers it is given too (``http.guard``), for plain uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,11 +35,17 @@ logger = logging.getLogger(__name__)
 DEFAULT_HEADER_TIMEOUT = 10.0
 HEADER_TIMEOUT_STATE = "apcore_mcp.header_timeout"
 """Lifespan-state key: the seconds a client gets to send its request headers."""
+MAX_HEADER_BYTES_STATE = "apcore_mcp.max_header_bytes"
+"""Lifespan-state key: the largest request head accepted, in bytes."""
+DEFAULT_MAX_HEADER_BYTES = 16 * 1024
 REJECT_STATE = "apcore_mcp.reject"
 """Lifespan-state key: ``reject(reason)``, counting a refused request in the app's metrics."""
 FIRST_REQUEST_GRACE_SECONDS = 0.5
 """At shutdown, how long a connection that has not yet brought a request gets to bring it."""
 _TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+REFUSED_HEAD_DRAIN_SECONDS = 1.0
+"""How long the rest of a refused head is read (and dropped) before the connection closes."""
+_HEAD_END = re.compile(rb"\n\r?\n")  # h11's: the empty line ending a request head
 
 
 class TimedH11Protocol(H11Protocol):
@@ -40,19 +54,67 @@ class TimedH11Protocol(H11Protocol):
     _header_timer: asyncio.TimerHandle | None = None
     _had_request = False
     _close_after_request = False
+    _head_bytes = 0
+    """Bytes received since this connection began waiting for a request head."""
+    _head_tail = b""
+    """The last bytes received then: a head's end may straddle two reads."""
+    _refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the rest of a refused head, dropped until the client or the drain timer closes
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            self._refuse_head()
+            return
         before = self.cycle
         super().data_received(data)
         if self.cycle is not before:  # a request's headers were parsed
             self._disarm()
+            self._head_bytes, self._head_tail = 0, b""
             self._had_request = True
             if self._close_after_request and self.cycle is not None:
                 self.cycle.keep_alive = False
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Whether the request head that ``data`` begins or continues goes past the limit (cheap below it)."""
+        limit = self._max_header_bytes()
+        self._head_bytes += len(data)
+        if self._head_bytes <= limit:
+            self._head_tail = (self._head_tail + data[-2:])[-2:]
+            return False
+        window = self._head_tail + data
+        start = self._head_bytes - len(window)  # where ``window`` begins in the head
+        end = _HEAD_END.search(window)
+        # The head: its request line and header lines, each with its line ending.
+        return end is None or start + end.start() + 1 > limit
+
+    def _refuse_head(self) -> None:
+        """431, then the rest read and dropped a little while before closing.
+
+        Closing at once, with the client still sending, would reset the connection, and the
+        client might never see the answer.
+        """
+        self._refused = True
+        self._disarm()
+        limit = self._max_header_bytes()
+        logger.info("Refusing a request from %s: its headers exceed %d bytes", _address(self.client), limit)
+        reject: Callable[[str], None] | Any = self._state(REJECT_STATE)
+        if callable(reject):
+            reject("headers_too_large")
+        self.transport.write(_refusal(431, "Request Header Fields Too Large", f"Request headers exceed {limit} bytes"))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(REFUSED_HEAD_DRAIN_SECONDS, self.transport.close)
+        else:
+            self.transport.close()
+
+    def _max_header_bytes(self) -> int:
+        limit = self._state(MAX_HEADER_BYTES_STATE)
+        return limit if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_HEADER_BYTES
 
     def on_response_complete(self) -> None:
         before = self.cycle
@@ -112,6 +174,12 @@ class TimedH11Protocol(H11Protocol):
     def _state(self, key: str) -> Any:
         state = self.app_state if isinstance(self.app_state, dict) else {}
         return state.get(key)
+
+
+def _refusal(status: int, reason: str, message: str) -> bytes:
+    body = json.dumps({"error": message}).encode()
+    head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+    return head.encode() + b"connection: close\r\n\r\n" + body
 
 
 def _address(client: tuple[str, int] | None) -> str:

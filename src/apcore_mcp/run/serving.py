@@ -176,6 +176,8 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
         ws="none",
         http=TimedH11Protocol,
+        # h11's own bound on a head (checked only while incomplete, answered 400) sits above ours (431).
+        h11_max_incomplete_event_size=settings.max_header_bytes + 1024,
     )
     stopping = functools.partial(mark_stopping, app) if isinstance(app, Starlette) else None
     server = HttpServer(config, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams)
@@ -239,7 +241,7 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Ca
     """
     bridge.notifier.bind(asyncio.get_running_loop())
     server = bridge.server
-    async with serving_upstreams(bridge), anyio.create_task_group() as tasks, stdin_lines() as stdin:
+    async with serving_upstreams(bridge), anyio.create_task_group() as tasks, stdin_lines(bridge.settings) as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
             await tasks.start(_stop_on_signal, tasks.cancel_scope, bridge)
         if on_ready is not None:

@@ -1,11 +1,14 @@
 """The stdio server's input: lines read through the event loop, screened before the SDK parses them.
 
 The SDK's stdio transport drops a line it cannot parse without a word, and a line longer than
-the reader's limit ended the process. Here every line is screened first: one that is not JSON
-is answered ``-32700``; one that is not a JSON-RPC message (a batch, a bad ``id``, a missing
-``method``) ``-32600``; one longer than ``STDIN_LINE_LIMIT`` is skipped to its end (memory
-stays bounded) and answered ``-32600``. The server then goes on with the next line. Answers go
-out through the transport's own write stream, so they never interleave with other messages.
+the reader's limit ended the process. Here every line is screened first: one longer than
+``max_body_bytes`` is skipped to its end (memory stays bounded) and answered ``-32600``; one
+nesting JSON deeper or holding more keys and elements than ``max_json_depth`` and
+``max_json_items`` allow is answered ``-32600`` before anything parses it (a million keys took
+the server 19 s to get through); one that is not JSON ``-32700``; one that is not a JSON-RPC
+message (a batch, a bad ``id``, a missing ``method``) ``-32600``. The server then goes on with
+the next line. Answers go out through the transport's own write stream, so they never
+interleave with other messages.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
 from pydantic import ValidationError
 
+from apcore_mcp.jsonbounds import JsonBounds
+from apcore_mcp.settings import Settings
+
 logger = logging.getLogger(__name__)
 
-STDIN_LINE_LIMIT = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 
@@ -54,9 +59,10 @@ class StdinLines:
     Answers to rejected lines wait until ``attach()`` gave the transport's write stream.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int = STDIN_LINE_LIMIT) -> None:
+    def __init__(self, reader: asyncio.StreamReader, limit: int, json_bounds: JsonBounds) -> None:
         self._reader = reader
         self._limit = limit
+        self._json_bounds = json_bounds
         self._buffer = bytearray()
         self._start = 0
         self._scanned = 0
@@ -78,10 +84,16 @@ class StdinLines:
                 raise StopAsyncIteration
             if not line.strip():
                 continue
-            problem = screen(line) if line is not _TOO_LONG else _too_long(self._limit)
+            problem = _too_long(self._limit) if line is _TOO_LONG else self._out_of_bounds(line) or screen(line)
             if problem is None:
                 return line.decode("utf-8", errors="replace")
             await self._answer(problem)
+
+    def _out_of_bounds(self, line: bytes) -> ErrorData | None:
+        excess = self._json_bounds.excess(line)
+        if excess is None:
+            return None
+        return ErrorData(code=INVALID_REQUEST, message=f"Invalid request: the message {excess}")
 
     async def _next_line(self) -> bytes | None:
         """The next whole line; ``_TOO_LONG`` for one past the limit (consumed, not kept); ``None`` at EOF."""
@@ -128,8 +140,10 @@ def _too_long(limit: int) -> ErrorData:
 
 
 @contextlib.asynccontextmanager
-async def stdin_lines() -> AsyncIterator[StdinLines | None]:
+async def stdin_lines(settings: Settings) -> AsyncIterator[StdinLines | None]:
     """Read stdin through the event loop so a stop signal can end the server at once.
+
+    Lines are bounded by ``settings``: ``max_body_bytes``, ``max_json_depth``, ``max_json_items``.
 
     The SDK reads stdin on a worker thread, which no cancellation can interrupt: a server
     told to stop would wait for the client's next line. While serving, fd 0 points at the
@@ -153,7 +167,7 @@ async def stdin_lines() -> AsyncIterator[StdinLines | None]:
     os.dup2(devnull, 0)
     os.close(devnull)
     try:
-        yield StdinLines(reader)
+        yield StdinLines(reader, settings.max_body_bytes, JsonBounds(settings.max_json_depth, settings.max_json_items))
     finally:
         transport.close()
         os.dup2(saved, 0)
