@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 from apcore import Context, ModuleAnnotations
+from apcore.observability.context_logger import RedactionConfig
 
 from apcore_mcp.pipeline import close_pipeline
+from apcore_mcp.pipeline.internals import default_sensitive_keys, key_matches
+from apcore_mcp.pipeline.redaction import Redaction
 from pipeline_support import SETUPS, Outcome, Setup, describe_error, make_side, outcome
 
 CARD = {"number": "4111-1111", "holder": "Ann"}
@@ -210,3 +213,18 @@ def test_describe_error_keeps_what_callers_see() -> None:
 
     described = describe_error(ModuleTimeoutError(module_id="m", timeout_ms=5))
     assert described["code"] == "MODULE_TIMEOUT" and described["details"]["timeout_ms"] == 5
+
+
+KEY_NAMES = [
+    "X-API-Key", "AccessKey", "password", "my_token", "secretValue", "_secret_x", "Authorization", "apiKey",
+    "sessionId", "cookie_jar", "name", "city", "count", "tokens", "pin", "PIN-code", "a b c", "x-custom-1",
+    "Bearer", "author", "credentials", "private-key", "passwd2", "", "-", "_",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("keys", [None, ["X-Custom*", "pin", "a-b c", "?ey"]], ids=["default", "custom"])
+def test_key_verdicts_are_apcores(keys: list[str] | None) -> None:
+    """The prepared key rule answers as apcore's own ``_key_matches`` for every name."""
+    redaction = Redaction(RedactionConfig(sensitive_keys=keys))
+    patterns = keys if keys is not None else default_sensitive_keys()
+    assert [redaction.key_matches(name) for name in KEY_NAMES] == [key_matches(name, patterns) for name in KEY_NAMES]

@@ -18,9 +18,12 @@ from apcore.builtin_steps import (
 from apcore.builtin_steps import _convert_validation_errors as convert_validation_errors
 from apcore.builtin_steps import _read_module_timeout_ms as read_module_timeout_ms
 from apcore.builtin_steps import _resolve_redaction as resolve_redaction
+from apcore.utils.pattern import match_glob
 from apcore.utils.redaction import PROTECTED_LOG_FIELDS, REDACTED_VALUE, compile_value_regexes
+from apcore.utils.redaction import _compact_for_match as compact_for_match
 from apcore.utils.redaction import _default_sensitive_keys as default_sensitive_keys
 from apcore.utils.redaction import _key_matches as key_matches
+from apcore.utils.redaction import _normalize_for_match as normalize_for_match
 from apcore.utils.redaction import _SchemaRedactor as SchemaRedactor
 from apcore.utils.redaction import _value_matches as value_matches
 
@@ -32,10 +35,13 @@ __all__ = [
     "BuiltinModuleLookup",
     "BuiltinOutputValidation",
     "SchemaRedactor",
+    "compact_for_match",
     "compile_value_regexes",
     "convert_validation_errors",
     "default_sensitive_keys",
     "key_matches",
+    "match_glob",
+    "normalize_for_match",
     "read_module_timeout_ms",
     "resolve_redaction",
     "value_matches",
