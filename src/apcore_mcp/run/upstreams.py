@@ -81,5 +81,14 @@ async def _reload_on_sighup(
 
 
 def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
-    """What ``/ready`` says about upstreams: mounted servers and failed ones (never a secret)."""
-    return None if runtime is None else runtime.status()
+    """What ``/ready`` says about upstreams: mounted servers and failed ones (never a secret).
+
+    ``failed`` names the servers that could not be mounted and those whose connection broke
+    (a message too large, a failed restart) and has not been restarted yet, with the reason;
+    ``pool`` has each running server's state and counts of what it sent that was unusable.
+    """
+    if runtime is None:
+        return None
+    status = runtime.status()
+    broken = {name: entry["error"] for name, entry in status["pool"].items() if "error" in entry}
+    return {**status, "failed": {**status["failed"], **broken}} if broken else status

@@ -1,10 +1,15 @@
 """One live client connection to an upstream server, run by a task of the pool's task group.
 
-The task enters the SDK transport (``stdio_client`` in its own process group,
-``streamable_http_client`` or ``sse_client``) and an ``mcp.Client``, with the handshake
-bounded by the server's ``timeout``; it then waits until told to stop or until the transport
-ends (the process exited, the stream closed). Leaving the transport's context stops the
-child: stdin closed, then SIGTERM and SIGKILL to its process group, then reaped.
+The task enters the transport (our bounded ``stdio_transport`` in its own process group,
+the SDK's ``streamable_http_client`` or ``sse_client``) and an ``mcp.Client``, with the
+handshake bounded by the server's ``timeout``; it then waits until told to stop or until the
+transport ends (the process exited, the stream closed, a message was too large). Leaving the
+transport's context stops the child: stdin closed, then SIGTERM and SIGKILL to its process
+group, then reaped.
+
+No message from an upstream is read past ``max_message_bytes``: over stdio a larger line ends
+the connection (the server is restarted on next use); over Streamable HTTP a larger JSON body
+fails its request (SSE events are bounded by the SDK's own ``max_sse_event_size``).
 
 Requests the upstream sends back during a call (elicitation, sampling) are answered through
 the call's ``Asker``. In the 2026-07-28 era they arrive as input-required rounds of that very
@@ -19,7 +24,7 @@ import contextlib
 import itertools
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -29,23 +34,33 @@ import httpx2
 import mcp.types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from apcore_mcp.upstream.config import ServerSpec
-from apcore_mcp.upstream.errors import ConnectionLost, SessionLost, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from apcore_mcp.upstream.errors import (
+    ConnectionLost,
+    SessionLost,
+    UpstreamBadReply,
+    UpstreamError,
+    UpstreamMessageTooLarge,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
 from apcore_mcp.upstream.expand import Redactor
+from apcore_mcp.upstream.remote import MAX_MESSAGE_BYTES, TOO_LARGE_TEXT, remote_transport
+from apcore_mcp.upstream.stdio import WireFault, WireStats, stdio_transport
 
 logger = logging.getLogger(__name__)
 
 MAX_INPUT_ROUNDS = 8
 _SESSION_LOST = ("session not found", "session terminated")
+_SSE_TOO_LARGE_TEXT = "byte limit"
+"""In the SDK's ``CONNECTION_CLOSED`` for an SSE event over ``max_sse_event_size``."""
 
 
 class Asker(Protocol):
@@ -64,10 +79,14 @@ class Connection:
         *,
         log_dir: Path | None = None,
         on_tools_changed: Callable[[], None] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        stats: WireStats | None = None,
     ) -> None:
         self.spec = spec
         self._redactor = redactor
         self._log_dir = log_dir
+        self._max_message_bytes = max_message_bytes
+        self.stats = stats or WireStats()
         self._on_tools_changed = on_tools_changed or (lambda: None)
         self._client: Client | None = None
         self._ready = anyio.Event()
@@ -82,6 +101,11 @@ class Connection:
     @property
     def alive(self) -> bool:
         return self._ready.is_set() and not self._stop.is_set() and not self._done.is_set()
+
+    @property
+    def failure(self) -> str:
+        """Why the connection failed or ended badly (``""`` while healthy or stopped on request)."""
+        return self._failure
 
     @property
     def modern(self) -> bool:
@@ -125,7 +149,7 @@ class Connection:
             with self._scope:
                 async with contextlib.AsyncExitStack() as stack:
                     errlog = stack.enter_context(self._errlog())
-                    transport = _EofWatch(open_transport(self.spec, errlog), self._stop.set)
+                    transport = _EofWatch(self._open_transport(errlog), self._stop.set)
                     client = Client(
                         transport,
                         mode="legacy" if self.spec.protocol == "legacy" or self.spec.transport == "sse" else "auto",
@@ -151,6 +175,20 @@ class Connection:
             logger.warning("Upstream %r: %s", self.spec.name, self._failure)
         else:
             logger.info("Upstream %r stopped", self.spec.name)
+
+    def _open_transport(self, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self.spec.transport != "stdio":
+            return remote_transport(self.spec, max_message_bytes=self._max_message_bytes)
+        return stdio_transport(
+            self.spec,
+            errlog=errlog,
+            max_message_bytes=self._max_message_bytes,
+            stats=self.stats,
+            on_fault=self._on_fault,
+        )
+
+    def _on_fault(self, detail: str) -> None:
+        self._failure = detail  # the transport ends next: this is what _run reports
 
     @contextlib.contextmanager
     def _errlog(self) -> Iterator[TextIO]:
@@ -240,12 +278,29 @@ class Connection:
             yield
         except MCPError as exc:
             raise self._translate(exc) from None
+        except ValidationError:
+            self.stats.malformed += 1
+            name = self.spec.name
+            raise UpstreamBadReply(name, f"upstream {name!r} answered with a result of the wrong shape") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, httpx2.TransportError) as exc:
             self._stop.set()
             raise ConnectionLost(self.spec.name, f"upstream {self.spec.name!r}: {type(exc).__name__}") from None
 
     def _translate(self, exc: MCPError) -> UpstreamError:
         name, code, text = self.spec.name, exc.error.code, exc.error.message
+        if isinstance(exc.error.data, WireFault):
+            if exc.error.data.kind == "too-large":
+                self._stop.set()
+                return UpstreamMessageTooLarge(
+                    name, f"upstream {name!r} {exc.error.data.detail}; it is restarted on next use"
+                )
+            return UpstreamBadReply(name, f"upstream {name!r} {exc.error.data.detail}")
+        if code == types.PARSE_ERROR and TOO_LARGE_TEXT in text:
+            self.stats.oversized += 1
+            return UpstreamMessageTooLarge(name, f"upstream {name!r} sent a body {TOO_LARGE_TEXT}")
+        if code == types.CONNECTION_CLOSED and _SSE_TOO_LARGE_TEXT in text:
+            self.stats.oversized += 1
+            return UpstreamMessageTooLarge(name, f"upstream {name!r} sent an event {TOO_LARGE_TEXT}")
         if any(marker in text.lower() for marker in _SESSION_LOST):
             self._stop.set()
             return SessionLost(name, f"upstream {name!r} no longer knows the session")
@@ -314,25 +369,6 @@ def _describe(exc: BaseException) -> str:
 
 def _file_name(server: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in server) or "server"
-
-
-def open_transport(spec: ServerSpec, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
-    """The SDK transport for ``spec``. Only the config's own headers are sent: never a caller's."""
-    if spec.transport == "stdio":
-        assert spec.command is not None
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd)
-        return stdio_client(params, errlog=errlog)
-    assert spec.url is not None
-    if spec.transport == "sse":
-        return sse_client(spec.url, headers=dict(spec.headers), timeout=spec.timeout)
-    http = httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(spec.timeout, read=300.0))
-    return _owning(http, streamable_http_client(spec.url, http_client=http))
-
-
-@contextlib.asynccontextmanager
-async def _owning(http: httpx2.AsyncClient, transport: Any) -> AsyncIterator[Any]:
-    async with http, transport as streams:
-        yield streams
 
 
 class _EofWatch:

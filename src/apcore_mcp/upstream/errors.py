@@ -53,3 +53,19 @@ class ConnectionLost(UpstreamUnavailable):
 
 class SessionLost(UpstreamUnavailable):
     """The server no longer knows our session (it restarted): initialise again and retry once."""
+
+
+class UpstreamMessageTooLarge(UpstreamError):
+    """The server sent a message larger than ``upstream_max_message_bytes``.
+
+    It was refused unread; the calls waiting on that connection fail with this error and the
+    server is restarted on next use. Not retryable: the same call would likely do it again.
+    """
+
+    code_name = "UPSTREAM_MESSAGE_TOO_LARGE"
+
+
+class UpstreamBadReply(UpstreamError):
+    """The server answered with something that is not a valid reply: malformed, or under an id never asked."""
+
+    code_name = "UPSTREAM_BAD_REPLY"

@@ -54,7 +54,11 @@ async def mount_upstreams(
         return
     if config is None:
         config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
-    async with UpstreamPool(redactor=config.redactor, log_dir=settings.upstream_log_dir) as pool:
+    async with UpstreamPool(
+        redactor=config.redactor,
+        log_dir=settings.upstream_log_dir,
+        max_message_bytes=settings.upstream_max_message_bytes,
+    ) as pool:
         runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams)
         try:
             switch = await runtime.apply(config, served_scopes(config, settings.scope))

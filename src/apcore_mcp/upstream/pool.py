@@ -28,6 +28,8 @@ from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.connection import Asker, Connection
 from apcore_mcp.upstream.errors import ConnectionLost, SessionLost, UpstreamUnavailable
 from apcore_mcp.upstream.expand import RedactingFilter, Redactor, install_filter, remove_filter
+from apcore_mcp.upstream.remote import MAX_MESSAGE_BYTES
+from apcore_mcp.upstream.stdio import WireStats
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,9 @@ class _Entry:
     retry_at: float = 0.0
     starts: int = 0
     listeners: list[Callable[[], None]] = field(default_factory=list)
+    stats: WireStats = field(default_factory=WireStats)
+    error: str = ""
+    """Why the last start failed (``""`` once one succeeds)."""
 
     def tools_changed(self) -> None:
         for listener in list(self.listeners):
@@ -83,11 +88,13 @@ class UpstreamPool:
         log_dir: str | Path | None = None,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self.redactor = redactor or Redactor()
         self.log_dir = Path(log_dir) if log_dir else None
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.max_message_bytes = max_message_bytes
         self._entries: dict[HandleKey, _Entry] = {}
         self._backoff: dict[HandleKey, tuple[int, float]] = {}
         """(failures, retry_at) of keys no one holds: a failed start is remembered across acquires."""
@@ -190,7 +197,7 @@ class UpstreamPool:
     async def _bury(self, entry: _Entry, connection: Connection) -> None:
         entry.connection = None
         await connection.stop()  # already ended: this waits for the child to be reaped
-        if anyio.current_time() - connection.started_at < STABLE_SECONDS:
+        if connection.failure or anyio.current_time() - connection.started_at < STABLE_SECONDS:
             self._failed(entry)
         logger.warning("Upstream %r went away; starting it again", entry.spec.name)
 
@@ -204,12 +211,21 @@ class UpstreamPool:
                 entry.spec.name,
                 f"upstream {entry.spec.name!r} failed {entry.failures} time(s) in a row; next try in {wait:.1f}s",
             )
-        connection = Connection(entry.spec, self.redactor, log_dir=self.log_dir, on_tools_changed=entry.tools_changed)
+        connection = Connection(
+            entry.spec,
+            self.redactor,
+            log_dir=self.log_dir,
+            on_tools_changed=entry.tools_changed,
+            max_message_bytes=self.max_message_bytes,
+            stats=entry.stats,
+        )
         try:
             await connection.start(self._task_group)
-        except UpstreamUnavailable:
+        except UpstreamUnavailable as exc:
             self._failed(entry)
+            entry.error = exc.message
             raise
+        entry.error = ""
         entry.connection = connection
         entry.starts += 1
         if entry.starts > 1:
@@ -221,12 +237,18 @@ class UpstreamPool:
         entry.retry_at = anyio.current_time() + backoff_delay(entry.failures, self.backoff_base, self.backoff_max)
 
     def status(self) -> dict[str, dict[str, Any]]:
-        """Per running key (by server name): references, whether connected, consecutive failures."""
+        """Per running key (by server name): references, whether connected, consecutive failures,
+        what it sent that could not be used (``wire``) and, while it is down, why (``error``)."""
         report: dict[str, dict[str, Any]] = {}
         for entry in self._entries.values():
             name = entry.spec.name if entry.key[1] is None else f"{entry.spec.name}@{entry.key[1]}"
-            alive = entry.connection is not None and entry.connection.alive
+            connection = entry.connection
+            alive = connection is not None and connection.alive
             report[name] = {"refs": entry.refs, "connected": alive, "failures": entry.failures}
+            report[name]["wire"] = entry.stats.as_dict()
+            error = connection.failure if connection is not None and not alive else entry.error
+            if error:
+                report[name]["error"] = error
         return report
 
 
