@@ -72,7 +72,9 @@ def test_loopback_means_a_loopback_address_not_a_name_that_looks_like_one(host: 
 
 
 def test_values_are_normalized() -> None:
-    settings = Settings(**JWT, public_url="https://example.com/sub/", auth_scopes=[" a "], stdio_identity="op", stdio_roles=["x"])
+    settings = Settings(
+        **JWT, public_url="https://example.com/sub/", auth_scopes=[" a "], stdio_identity="op", stdio_roles=["x"]
+    )
     assert settings.public_url == "https://example.com/sub"
     assert settings.auth_scopes == ("a",)
     assert settings.stdio_roles == ("x",)

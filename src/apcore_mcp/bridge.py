@@ -244,6 +244,13 @@ class Bridge:
                 "Give it one: executor.set_approval_handler(apcore_mcp.MCPApprovalHandler())",
                 ", ".join(gated),
             )
+        if self.settings.request_state_keys and self.settings.redis_url is None and self.settings.approval != "auto":
+            # Shared sealing keys mean several replicas (or restarts); each keeps its own record.
+            logger.warning(
+                "request_state_keys are set without redis_url: each process remembers alone which 2026-07-28 "
+                "approvals were used, so one could be replayed once on another replica or after a restart; "
+                "set redis_url to share the record"
+            )
 
     def _on_change(self, record: ToolRecord) -> None:
         self.notifier.announce(change_of(record))

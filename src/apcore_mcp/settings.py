@@ -190,7 +190,7 @@ class Settings:
     execute_token: str | None = option(
         None,
         "bearer token for explorer calls (16+ characters); when unset and the host is not loopback, "
-        "a random one is made and logged",
+        "a random one is made and written to a file only its owner reads (the log names the file)",
         group="service",
         secret=True,
     )
@@ -217,7 +217,7 @@ class Settings:
     )
     max_body_bytes: int = option(
         4 * 1024 * 1024,
-        "largest HTTP request body accepted, in bytes (chunked too); a larger one is answered 413",
+        "largest HTTP request body (chunked too; a larger one is answered 413) and stdio message accepted, in bytes",
         group="limits",
         kind="int",
     )

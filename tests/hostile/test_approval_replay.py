@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import redis
 from apcore import Executor, ModuleAnnotations, Registry
 from pydantic import BaseModel
@@ -358,3 +360,13 @@ async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path) -> None
             redis_server.stop()
         assert "degraded" not in (await http.get(f"{b}/ready")).json()
     assert runs(marker) == 1
+
+
+def test_shared_sealing_keys_without_redis_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """Replicas sharing keys but not a record could each accept an approved state once: say so at start."""
+    caplog.set_level(logging.WARNING, logger="apcore_mcp")
+    Bridge.build(Registry(), Settings(request_state_keys=(new_key(),))).close()
+    assert any("request_state_keys are set without redis_url" in message for message in caplog.messages)
+    caplog.clear()
+    Bridge.build(Registry(), Settings()).close()  # a per-process key: one process, one record
+    assert not any("request_state_keys" in message for message in caplog.messages)

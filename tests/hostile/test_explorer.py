@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -63,7 +64,11 @@ async def test_a_server_told_to_bind_every_interface_demands_a_token(caplog: pyt
         refused = await http.post(f"{url}{CALL}", json={})
         assert refused.status_code == 401  # ran files.purge with no token before
         assert (await http.get(f"{url}/explorer/config")).json()["tokenRequired"] is True
-        token = next(m for m in caplog.messages if "token for this run" in m).rsplit(" ", 1)[1]
+        path = Path(next(m for m in caplog.messages if "token for this run in" in m).rsplit(" ", 1)[1])
+        token = path.read_text()
+        assert path.stat().st_mode & 0o077 == 0  # the owner's alone
+        assert not any(token in message for message in caplog.messages)  # the log names the file, not the token
+        path.unlink()
         allowed = await http.post(f"{url}{CALL}", json={}, headers={"Authorization": f"Bearer {token}"})
         assert allowed.status_code == 200
     warning = next(m for m in caplog.messages if m.startswith("Listening on 0.0.0.0"))

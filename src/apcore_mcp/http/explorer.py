@@ -17,8 +17,10 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import re
 import secrets
+import tempfile
 from collections.abc import Awaitable
 from functools import cache
 from importlib import resources
@@ -115,7 +117,8 @@ class ExecuteGate:
     A configured token always applies (unless authentication is on: then the caller's own
     bearer token is checked by the auth middleware instead). Without one, a token is needed once the server is
     reachable from other machines: bound (by whatever started it) to a non-loopback address,
-    or reached over a non-loopback interface. A random token is then made and logged once.
+    or reached over a non-loopback interface. A random token is then made and written once to a
+    file only its owner can read, whose path is logged.
     """
 
     def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
@@ -146,7 +149,11 @@ class ExecuteGate:
     def _announce(self) -> None:
         if self.enabled and not self.configured and not self._announced:
             self._announced = True
-            logger.warning("Explorer execution is reachable from other machines; token for this run: %s", self.token)
+            # The token goes to a file only its owner can read, never to the log (logs are shipped).
+            descriptor, path = tempfile.mkstemp(prefix="apcore-mcp-explorer-", suffix=".token")
+            with os.fdopen(descriptor, "w") as file:
+                file.write(self.token)
+            logger.warning("Explorer execution is reachable from other machines; token for this run in %s", path)
 
     def admits(self, request: Request) -> bool:
         return not self.required(request.scope) or _bearer_matches(request, self.token)
