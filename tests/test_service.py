@@ -286,7 +286,9 @@ async def test_explorer_makes_a_token_when_none_is_configured(caplog: pytest.Log
     async with asgi_client(create_app(make_executor(), settings)) as http:
         assert (await http.get("/explorer/config")).json()["tokenRequired"] is True
         assert (await http.post("/explorer/tools/demo.echo/call", json={"text": "x"})).status_code == 401
-        token = caplog.messages[-1].rsplit(" ", 1)[-1]
+        token_file = Path(next(m for m in caplog.messages if "token for this run in" in m).rsplit(" ", 1)[-1])
+        token = token_file.read_text()
+        token_file.unlink()
         ok = await http.post(
             "/explorer/tools/demo.echo/call", json={"text": "x"}, headers={"Authorization": f"Bearer {token}"}
         )
