@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from apcore_mcp.principal import Principal
 from apcore_mcp.settings import Settings
 from hostile.kit import serving, wait_until
 from hostile.modules import Sleeper
+from upstream_support import UPSTREAM
 
 from auth_support import api_key_entry, bearer, sse_session
 from support import Echo
@@ -266,3 +268,22 @@ async def test_the_share_is_bounded_per_caller_and_forgotten_at_zero() -> None:
     assert (limits.running, limits._by_caller) == (0, {})  # nobody left behind
     tiny = CallLimits(max_concurrent=1, max_caller_share=0.1)
     assert await tiny.acquire("alice") is None  # a share is at least one call
+
+
+@pytest.mark.parametrize("search", [False, True], ids=["call", "invoke_tool"])
+async def test_an_upstream_tool_needs_its_scope_too(search: bool, tmp_path: Path) -> None:
+    """A tool of a real stdio upstream server passes the same point as a local module."""
+    config = tmp_path / "upstream.json"
+    server = {"command": sys.executable, "args": [str(UPSTREAM)]}
+    config.write_text(json.dumps({"mcpServers": {"up": server}}))
+    scoped = {**settings(tmp_path, search=search), "mcp_config": str(config), "auth_tool_scopes": ("up.*=vault",)}
+    async with serving(registry()[0], **scoped) as (url, bridge):
+        catalog = bridge.search.catalog if bridge.search is not None else bridge.catalog
+        await wait_until(lambda: catalog.get("up.echo") is not None, "the upstream's tools mounted")
+        answers = []
+        for key in (ALICE, CAROL):
+            async with client_at(f"{url}/mcp", key, "legacy") as client:
+                result = await client.call_tool(*request("up.echo", ARGS, search))
+            answers.append((result.is_error, result.content[0].text))
+    refused = "Module not found: up.echo" if search else "Access denied: needs scope vault"
+    assert answers == [(True, refused), (False, "hi")]
