@@ -1,5 +1,6 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
-``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``; ``WORKLOADS`` names them all.
+``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``, 13 ``bench.soak``;
+``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -31,6 +32,7 @@ from bench.interactive import interactive
 from bench.pipeline import pipeline
 from bench.replicas import replicas
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
+from bench.soak import soak
 from bench.throughput import throughput
 from bench.upstream import tool_search, upstream_call
 
@@ -355,4 +357,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "search": tool_search,
     "interactive": interactive,
     "replicas": replicas,
+    "soak": soak,
 }

@@ -20,7 +20,10 @@ from pydantic import BaseModel, Field
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
+from auth_support import api_key_entry, bearer
 from conftest import running_http
+
+KEY = "param-headers-key-" + "k" * 24
 
 TOOL = "geo.routed"
 MODERN = "2026-07-28"
@@ -51,7 +54,7 @@ def routed_bridge(**settings: Any) -> Bridge:
     return Bridge.build(registry, Settings(**settings))
 
 
-async def raw_call(url: str, region_header: str | None) -> httpx.Response:
+async def raw_call(url: str, region_header: str | None, key: str | None = None) -> httpx.Response:
     """A 2026-07-28 tools/call with ``region=eu`` in the body and the given ``Mcp-Param-Region``."""
     body = {
         "jsonrpc": "2.0",
@@ -74,20 +77,25 @@ async def raw_call(url: str, region_header: str | None) -> httpx.Response:
     }
     if region_header is not None:
         headers["mcp-param-region"] = region_header
+    if key is not None:
+        headers.update(bearer(key))
     async with httpx.AsyncClient(timeout=10) as http:
         return await http.post(f"{url}/mcp", json=body, headers=headers)
 
 
 @pytest.mark.parametrize("filtered", [False, True], ids=["catalog-lookup", "per-caller-listing"])
 async def test_param_header_must_match_the_body(filtered: bool) -> None:
-    bridge = routed_bridge(auth_filter_tools=filtered)
+    # A per-caller listing needs callers: API keys (filtering under --auth none is refused).
+    auth = {"auth": "api-key", "auth_api_keys": (api_key_entry(KEY, "ann"),), "auth_filter_tools": True}
+    bridge = routed_bridge(**(auth if filtered else {}))
+    key = KEY if filtered else None
     assert (bridge.server.get_tool_input_schema is None) is filtered
     async with running_http(bridge) as url:
-        matching = await raw_call(url, "eu")
+        matching = await raw_call(url, "eu", key)
         assert matching.status_code == 200, matching.text
         assert matching.json()["result"]["structuredContent"] == {"region": "eu", "text": "hi"}
         for header in ("us", None):  # a different value, or none at all for an annotated argument
-            refused = await raw_call(url, header)
+            refused = await raw_call(url, header, key)
             assert refused.status_code == 400, refused.text
             assert refused.json()["error"]["code"] == HEADER_MISMATCH
 
