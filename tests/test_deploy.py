@@ -503,3 +503,15 @@ async def test_sse_through_nginx_with_live_list_changed(proxied: Proxied) -> Non
         assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
         names = {tool.name for tool in (await session.list_tools()).tools}
         assert "util.added_sse" in names
+
+
+def test_the_version_is_written_once() -> None:
+    """pyproject reads it from ``_version.py`` (no second copy to forget); the installed metadata agrees."""
+    import importlib.metadata
+
+    import apcore_mcp
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["hatch"]["version"]["path"] == "src/apcore_mcp/_version.py"
+    assert importlib.metadata.version("apcore-mcp") == apcore_mcp.__version__

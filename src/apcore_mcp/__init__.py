@@ -10,8 +10,7 @@ Executor, ``MCPApprovalHandler`` and ``install_pipeline``.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from apcore_mcp._version import __version__
 from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.content import Audio, EmbeddedResource, Image, ResourceLink, Text
 from apcore_mcp.context import (

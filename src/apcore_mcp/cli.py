@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from apcore_mcp import __version__
+from apcore_mcp._version import __version__
 from apcore_mcp.declared import default_of, options
 from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError

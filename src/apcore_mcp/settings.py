@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from apcore_mcp._version import __version__
 from apcore_mcp.limits import is_loopback_address
 from apcore_mcp.options import (
     APPROVAL_MODES,
@@ -458,8 +459,6 @@ class Settings:
         return is_loopback_host(self.host)
 
     def server_version(self) -> str:
-        from apcore_mcp import __version__
-
         return self.version or __version__
 
     def replace(self, **changes: Any) -> Settings:
