@@ -38,16 +38,20 @@ def _jwt(s: Settings) -> bool:
 
 
 def _resumable(s: Settings) -> bool:
-    return s.resumable and not s.stateless
+    # The app keeps stream events only under these three: JSON answers leave nothing to resume.
+    return s.resumable and not s.stateless and not s.json_response
 
 
 def _config(s: Settings) -> bool:
     return s.mcp_config is not None
 
 
+MOUNTING = ("mcp_config", "scope", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+"""The settings of mounting upstream servers: ``mcp_config`` and those meaning something only under it."""
+
 _AUTH = "auth is 'none' (set --auth jwt or --auth api-key)"
 _JWT = "auth is not 'jwt'"
-_RESUMABLE = "streams are not resumable (resumable is off or the server is stateless)"
+_RESUMABLE = "streams are not resumable (resumable is off, the server is stateless, or json_response is on)"
 _CONFIG = "no mcp_config is given"
 
 NEEDS: tuple[Need, ...] = (
@@ -83,10 +87,7 @@ NEEDS: tuple[Need, ...] = (
     Need("explorer_prefix", "explorer", "explorer is off", lambda s: s.explorer),
     Need("allow_execute", "explorer", "explorer is off", lambda s: s.explorer),
     Need("execute_token", "allow_execute", "allow_execute is off", lambda s: s.allow_execute),
-    *(
-        Need(name, "mcp_config", _CONFIG, _config)
-        for name in ("upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes", "scope")
-    ),
+    *(Need(name, "mcp_config", _CONFIG, _config) for name in MOUNTING[1:]),
 )
 
 

@@ -36,6 +36,7 @@ CASES: list[tuple[dict[str, Any], str, str]] = [
     ({"redis_prefix": "other:"}, "redis_prefix", "redis_url"),
     ({"stateless": True, "resume_max_bytes": 128 * 1024 * 1024}, "resume_max_bytes", "resumable"),
     ({"resumable": False, "sse_retry_ms": 50}, "sse_retry_ms", "resumable"),
+    ({"json_response": True, "resume_stream_max_bytes": 4096}, "resume_stream_max_bytes", "json_response"),
     ({"allow_execute": True}, "allow_execute", "explorer"),
     ({"upstreams": False}, "upstreams", "mcp_config"),
     ({"upstream_log_dir": "/tmp/logs"}, "upstream_log_dir", "mcp_config"),

@@ -34,14 +34,13 @@ from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.limits import CallLimits
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings_needs import MOUNTING
 from apcore_mcp.upstream.config import ScopeSpec, UpstreamConfig
 from apcore_mcp.upstream.scopes import ScopeSelection
 
 logger = logging.getLogger(__name__)
 
 SCOPE_PATH = "/scopes/{name}/mcp"
-MOUNTING = ("mcp_config", "scope", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
-"""Settings of mounting upstream servers: the main server's. An endpoint only filters what is mounted."""
 
 
 def endpoint_settings(settings: Settings, tool_mode: str) -> Settings:
