@@ -188,6 +188,9 @@ async def test_explorer_needs_the_token_and_calls_as_the_caller(issuer: Issuer) 
         listed = {tool["name"] for tool in (await http.get("/explorer/tools", headers=alice)).json()}
         assert "demo.echo" in listed and "demo.snoop" in listed and "admin.secret" not in listed
         assert (await http.get("/explorer/tools", headers=bob)).json() == []
+        # A hidden tool needing confirmation is missing, as in the list: no dialog with its description.
+        hidden = await http.post("/explorer/tools/admin.secret/call", headers=alice, json={})
+        assert (hidden.status_code, hidden.json()) == (404, {"error": "Tool 'admin.secret' not found"})
 
 
 async def test_mcp_name_header_gets_the_tool_scope_check_at_http_level(issuer: Issuer) -> None:

@@ -216,6 +216,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             return _error(404, f"Tool '{name}' not found")
         confirmed = request.headers.get(CONFIRM_HEADER) == name
         if needs_confirmation(record) and not confirmed:
+            if not visible(request, record):  # the dialog shows the description a filtered list hides
+                return _error(404, f"Tool '{name}' not found")
             return confirmation_required(record)
         arguments = parse_arguments(await request.body())
         if isinstance(arguments, str):
