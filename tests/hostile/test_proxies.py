@@ -264,6 +264,13 @@ CASES = [
     ("127.0.0.1", {"Forwarded": "for=_hidden, for=10.0.0.1"}, "_hidden", "http"),
     ("127.0.0.1", {"X-Forwarded-For": "198.51.100.1", "Forwarded": "for=192.0.2.1"}, "198.51.100.1", "http"),
     ("127.0.0.1", {"X-Forwarded-For": "not-an-address"}, "127.0.0.1", "http"),
+    ("127.0.0.1", {"X-Forwarded-For": "198.51.100.1, not-an-address"}, "127.0.0.1", "http"),
+    # what the client wrote left of the hop its proxy appended does not make it the proxy
+    ("127.0.0.1", {"X-Forwarded-For": "not-an-address, 198.51.100.1"}, "198.51.100.1", "http"),
+    ("127.0.0.1", {"X-Forwarded-For": "1.2.3.4:99999, 198.51.100.1, 10.2.3.4"}, "198.51.100.1", "http"),
+    ("127.0.0.1", {"Forwarded": 'for="garbage;by=x, for=198.51.100.1'}, "127.0.0.1", "http"),
+    ("127.0.0.1", {"Forwarded": "for=garbage, for=198.51.100.1;proto=https"}, "198.51.100.1", "https"),
+    ("127.0.0.1", {"Forwarded": "for=198.51.100.1, for=garbage"}, "127.0.0.1", "http"),
     ("127.0.0.1", {"X-Forwarded-For": "198.51.100.1:99999"}, "127.0.0.1", "http"),
     ("127.0.0.1", {"Forwarded": "by=203.0.113.43"}, "127.0.0.1", "http"),
     ("127.0.0.1", {"Forwarded": 'for="198.51.100.1'}, "127.0.0.1", "http"),

@@ -79,8 +79,10 @@ class Hop:
 def client_hop(peer: str, headers: Iterable[tuple[bytes, bytes]], trusted: TrustedProxies) -> Hop | None:
     """The client a trusted ``peer`` forwarded for, or ``None`` to keep the peer itself.
 
-    ``None`` too when the peer is not trusted, sent no forwarded header, or sent one that
-    does not parse: a malformed header is not believed at all.
+    ``None`` too when the peer is not trusted, sent no forwarded header, or one whose hops,
+    read from the right, hold something malformed before the client is reached. Hops left of
+    the client are never read: the client wrote them, and a malformed one there must not make
+    it the proxy.
     """
     if peer not in trusted:
         return None
@@ -95,48 +97,42 @@ def client_hop(peer: str, headers: Iterable[tuple[bytes, bytes]], trusted: Trust
         elif name == b"x-forwarded-proto":
             proto.append(value)
     if xff:
-        hops = _xff_hops(b",".join(xff).decode("latin-1"), _proto(proto))
+        scheme = _proto(proto)  # one scheme for the chain: the one the proxy set
+        items = b",".join(xff).decode("latin-1").split(",")[-MAX_HOPS:]
+        hops = (_xff_hop(item, scheme) for item in reversed(items))
     elif forwarded:
-        hops = _forwarded_hops(b",".join(forwarded).decode("latin-1"))
+        elements = _split_elements(b",".join(forwarded).decode("latin-1"))[-MAX_HOPS:]
+        hops = (_forwarded_hop(element) for element in reversed(elements))
     else:
         return None
-    if not hops:
-        return None
-    for hop in reversed(hops):
-        if hop.host not in trusted:
+    hop = None
+    for hop in hops:
+        if hop is None or hop.host not in trusted:
             return hop
-    return hops[0]  # every hop is a trusted proxy: the first of them is the client
+    return hop  # every hop is a trusted proxy: the first of them is the client
 
 
-def _xff_hops(value: str, proto: str | None) -> list[Hop] | None:
-    hops = []
-    for item in value.split(",")[-MAX_HOPS:]:
-        hop = _hop(item.strip())
-        if hop is None:
+def _xff_hop(item: str, proto: str | None) -> Hop | None:
+    hop = _hop(item.strip())
+    return Hop(hop.host, hop.port, proto) if hop is not None else None
+
+
+def _forwarded_hop(element: str) -> Hop | None:
+    """The ``for=`` of one element of ``Forwarded`` (RFC 7239 section 4), with its ``proto=``."""
+    params: dict[str, str] = {}
+    for pair in element.split(";") if element.strip() else []:
+        match = _PAIR.fullmatch(pair)
+        if match is None:
             return None
-        hops.append(Hop(hop.host, hop.port, proto))  # one scheme for the chain: the one the proxy set
-    return hops
-
-
-def _forwarded_hops(value: str) -> list[Hop] | None:
-    """The ``for=`` of each element of ``Forwarded`` (RFC 7239 section 4), with its ``proto=``."""
-    hops = []
-    for element in _split_elements(value)[-MAX_HOPS:]:
-        params: dict[str, str] = {}
-        for pair in element.split(";") if element.strip() else []:
-            match = _PAIR.fullmatch(pair)
-            if match is None:
-                return None
-            raw = match.group(2)
-            params[match.group(1).lower()] = re.sub(r"\\(.)", r"\1", raw[1:-1]) if raw.startswith('"') else raw
-        if "for" not in params:
-            return None  # an element without for= cannot be placed in the chain
-        hop = _hop(params["for"])
-        if hop is None:
-            return None
-        proto = params.get("proto", "").lower()
-        hops.append(Hop(hop.host, hop.port, proto if proto in _SCHEMES else None))
-    return hops
+        raw = match.group(2)
+        params[match.group(1).lower()] = re.sub(r"\\(.)", r"\1", raw[1:-1]) if raw.startswith('"') else raw
+    if "for" not in params:
+        return None  # an element without for= cannot be placed in the chain
+    hop = _hop(params["for"])
+    if hop is None:
+        return None
+    proto = params.get("proto", "").lower()
+    return Hop(hop.host, hop.port, proto if proto in _SCHEMES else None)
 
 
 def _split_elements(value: str) -> list[str]:
