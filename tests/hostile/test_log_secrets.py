@@ -170,3 +170,23 @@ def test_a_traceback_is_masked_too() -> None:
     LogRedaction().filter(record)
     text = logging.Formatter().format(record)
     assert "S3CR3T" not in text and "token=***" in text and "Bearer ***" in text
+
+
+def test_a_record_is_masked_once_however_many_filters_it_meets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from apcore_mcp import redaction
+
+    scans: list[str] = []
+    real = redaction.redact
+
+    def counted(text: str) -> str:
+        scans.append(text)
+        return real(text)
+
+    monkeypatch.setattr(redaction, "redact", counted)
+    record = logging.LogRecord("x", logging.DEBUG, __file__, 1, "Received %s", ("api_key=S3CR3T",), None)
+    assert redaction.LogRedaction().filter(record) and scans
+    first = len(scans)
+    # then on its handler, and again under the other of the CLI's and the lifespan's RedactedLogs
+    assert all(redaction.LogRedaction().filter(record) for _ in range(3))
+    assert len(scans) == first  # no second scan (a 1 MB DEBUG dump takes ~90 ms a scan)
+    assert record.getMessage() == "Received api_key=***"
