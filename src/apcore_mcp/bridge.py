@@ -207,7 +207,7 @@ class Bridge:
         access = ToolAccess(
             authorization, filter_list=settings.auth_filter_tools, default_identity=stdio_identity(settings)
         )
-        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access, limits=limits)
+        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
         owns = not isinstance(registry_or_executor, Executor)
         bridge = cls(

@@ -1,4 +1,4 @@
-"""Admission refusals at the MCP edge: the JSON-RPC error a refused call is, and counting them.
+"""Admission refusals at the MCP edge: the JSON-RPC error a refused call is, and who hears of it.
 
 The call router admits every module run (``authorization.Authorization``: the rate limit and
 the caller's share of the concurrency cap). A refused ``tools/call`` (``invoke_tool``'s
@@ -10,41 +10,22 @@ inside the JSON-RPC exchange).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.limits import OVERLOADED, RATE_LIMITED, CallLimits, Refusal
-
-logger = logging.getLogger(__name__)
-
-_REASONS = {RATE_LIMITED: "rate_limited", OVERLOADED: "overloaded"}
+from apcore_mcp.limits import Refusal
 
 
-def refusal_error(refusal: Refusal) -> MCPError:
-    """The JSON-RPC error answering a call the limits refused."""
-    return MCPError(code=refusal.code, message=refusal.message, data={"retryAfter": refusal.retry_after})
+class Refusals:
+    """Turns the refusals the MCP handlers meet into errors, telling ``observers`` each reason."""
 
-
-class CallAdmission:
-    """Server middleware telling ``observers`` the reason of each admission refusal a handler answered."""
-
-    def __init__(self, limits: CallLimits) -> None:
-        self.limits = limits
+    def __init__(self) -> None:
         self.observers: list[Callable[[str], None]] = []
         """Called with the reason of each refusal (the metrics count them)."""
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if not self.limits.active or not self.observers:
-            return await call_next(ctx)
-        try:
-            return await call_next(ctx)
-        except MCPError as error:
-            reason = _REASONS.get(error.code)
-            if reason is not None:
-                for observe in self.observers:
-                    observe(reason)
-            raise
+    def error(self, refusal: Refusal) -> MCPError:
+        """The JSON-RPC error answering a call the limits refused (the observers are told first)."""
+        for observe in self.observers:
+            observe(refusal.reason)
+        return MCPError(code=refusal.code, message=refusal.message, data={"retryAfter": refusal.retry_after})

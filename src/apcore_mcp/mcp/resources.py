@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.mcp.admission import refusal_error
+from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import connection_of, is_modern
 from apcore_mcp.mcp.results import complete, input_required_result, missing_capability_error
@@ -50,11 +50,14 @@ class Subscriptions:
 
 
 class ResourceHandlers:
-    def __init__(self, catalog: ToolCatalog, router: CallRouter, edge: Edge, subscriptions: Subscriptions) -> None:
+    def __init__(
+        self, catalog: ToolCatalog, router: CallRouter, edge: Edge, subscriptions: Subscriptions, refusals: Refusals
+    ) -> None:
         self.catalog = catalog
         self.router = router
         self.edge = edge
         self.subscriptions = subscriptions
+        self.refusals = refusals
 
     async def list_resources(
         self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -115,7 +118,7 @@ class ResourceHandlers:
         call = self.edge.call_context(ctx, request_state=params.request_state, input_responses=params.input_responses)
         outcome = await self.router.read_module(record, inputs, call)
         if outcome.refusal is not None:  # admitted like any module run
-            raise refusal_error(outcome.refusal)
+            raise self.refusals.error(outcome.refusal)
         if outcome.input_required is not None:
             return input_required_result(outcome.input_required)
         if outcome.missing_capability is not None:

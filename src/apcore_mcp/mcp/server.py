@@ -25,9 +25,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.access import ToolAccess
-from apcore_mcp.mcp.admission import CallAdmission
+from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels, connection_of
@@ -73,7 +72,8 @@ class ServerParts:
     server: ApcoreServer
     subscriptions: Subscriptions
     log_levels: LogLevels = field(default_factory=LogLevels)
-    admission: CallAdmission = field(default_factory=lambda: CallAdmission(CallLimits()))
+    admission: Refusals = field(default_factory=Refusals)
+    """The limits' refusals the handlers answered (the metrics observe them)."""
     listen: ListenHandler | None = None
     """Serves 2026-07-28 ``subscriptions/listen`` streams (live catalogs only); ``close()`` ends them."""
 
@@ -123,7 +123,6 @@ def build_server(
     *,
     prompts: Mapping[str, Prompt] | None = None,
     access: ToolAccess | None = None,
-    limits: CallLimits | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
@@ -140,8 +139,9 @@ def build_server(
         return request_identity(ctx.request, access.default_identity)
 
     edge = Edge(identify=identify, log_levels=log_levels, input_timeout=settings.input_timeout)
-    tools = ToolHandlers(catalog, router, edge)
-    resources = ResourceHandlers(catalog, router, edge, subscriptions)
+    refusals = Refusals()
+    tools = ToolHandlers(catalog, router, edge, refusals)
+    resources = ResourceHandlers(catalog, router, edge, subscriptions, refusals)
     prompt_handlers = PromptHandlers(prompts or {}, edge, resources)
 
     async def set_logging_level(
@@ -176,11 +176,9 @@ def build_server(
         on_subscriptions_listen=listen,
         **handlers,
     )
-    admission = CallAdmission(limits if limits is not None else CallLimits())
     if access.filter_list:  # otherwise it passes every request through: one layer less per request
         server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
-    server.middleware.append(admission)
     server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    return ServerParts(server, subscriptions, log_levels, admission, listen)
+    return ServerParts(server, subscriptions, log_levels, refusals, listen)

@@ -9,7 +9,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.mcp.admission import refusal_error
+from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.results import call_result
@@ -48,10 +48,11 @@ class ToolHandlers:
     when lists are, by ``mcp.access.ToolAccess`` as middleware.
     """
 
-    def __init__(self, catalog: ToolCatalog, router: CallRouter, edge: Edge) -> None:
+    def __init__(self, catalog: ToolCatalog, router: CallRouter, edge: Edge, refusals: Refusals) -> None:
         self.catalog = catalog
         self.router = router
         self.edge = edge
+        self.refusals = refusals
 
     async def list_tools(
         self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -64,5 +65,5 @@ class ToolHandlers:
         call = self.edge.call_context(ctx, request_state=params.request_state, input_responses=params.input_responses)
         outcome = await self.router.call(params.name, params.arguments, call)
         if outcome.refusal is not None:
-            raise refusal_error(outcome.refusal)
+            raise self.refusals.error(outcome.refusal)
         return call_result(outcome, modern=is_modern(ctx))
