@@ -246,6 +246,14 @@ def _echo_app(trusted: Sequence[str]) -> Any:
     return ForwardedClient(echo, TrustedProxies(trusted))
 
 
+async def seen_by(app: Any, peer: tuple[str, int], headers: dict[str, str]) -> dict[str, Any]:
+    """What ``app`` saw of a GET from ``peer`` carrying ``headers``: its client and scheme."""
+    transport = httpx.ASGITransport(app=app, client=peer)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        answer: dict[str, Any] = (await http.get("/", headers=headers)).json()
+    return answer
+
+
 TRUSTED = ["127.0.0.1", "10.0.0.0/8", "::1"]
 CASES = [
     # (peer, headers, expected client host, expected scheme)
@@ -281,16 +289,14 @@ CASES = [
 
 @pytest.mark.parametrize(("peer", "headers", "client", "scheme"), CASES)
 async def test_the_client_a_peer_may_name(peer: str, headers: dict[str, str], client: str, scheme: str) -> None:
-    transport = httpx.ASGITransport(app=_echo_app(TRUSTED), client=(peer, 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
-        seen = (await http.get("/", headers=headers)).json()
+    seen = await seen_by(_echo_app(TRUSTED), (peer, 40000), headers)
     assert (seen["client"][0], seen["scheme"]) == (client, scheme)
 
 
 async def test_nothing_is_trusted_by_default() -> None:
-    transport = httpx.ASGITransport(app=_echo_app(Settings().forwarded_allow_ips), client=("127.0.0.1", 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
-        seen = (await http.get("/", headers={"X-Forwarded-For": "198.51.100.1"})).json()
+    seen = await seen_by(
+        _echo_app(Settings().forwarded_allow_ips), ("127.0.0.1", 40000), {"X-Forwarded-For": "198.51.100.1"}
+    )
     assert seen["client"] == ["127.0.0.1", 40000]
 
 
@@ -308,9 +314,8 @@ def test_forwarded_allow_ips_accepts_ipv4_ipv6_and_networks() -> None:
 
 async def test_a_client_already_rewritten_by_uvicorn_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     # uvicorn without --no-proxy-headers names the client from X-Forwarded-For with port 0
-    transport = httpx.ASGITransport(app=_echo_app(()), client=("198.51.100.1", 0))
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
-        for _ in range(2):
-            await http.get("/", headers={"X-Forwarded-For": "198.51.100.1"})
+    app = _echo_app(())
+    for _ in range(2):
+        await seen_by(app, ("198.51.100.1", 0), {"X-Forwarded-For": "198.51.100.1"})
     warnings = [record.getMessage() for record in caplog.records if "--no-proxy-headers" in record.getMessage()]
     assert len(warnings) == 1, warnings  # once
