@@ -10,7 +10,9 @@ of a long call) reconnects with ``GET /mcp`` and ``Last-Event-ID`` and receives 
   session to the principal that opened it, so events are bound to that principal too.
 - Event ids are ``<token>.<n>``: a random 128-bit token per stream, then the event's number in it.
 - Memory is bounded in bytes by one ``ResumeStore`` for all sessions: ``max_bytes`` together and
-  ``stream_max_bytes`` per stream, the oldest events dropped first. An event is held as its
+  ``stream_max_bytes`` per stream, the oldest events dropped first. Past ``max_bytes`` the session
+  holding the most pays, with its own oldest event: one session making many large results
+  cannot push every other session's events out. An event is held as its
   serialized JSON (what it costs is what is counted; a replay parses it back) plus a fixed
   overhead per event and per stream; a stream whose events are all dropped is forgotten.
 - A cursor that cannot be resumed (not a stream of this session, or events after it were dropped)
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
@@ -74,7 +76,6 @@ class ResumeStore:
         self.held_bytes = 0
         """Bytes counted for the events and streams held now (never above ``max_bytes`` between calls)."""
         self._sessions: dict[str, SessionEvents] = {}
-        self._order: OrderedDict[int, _Event] = OrderedDict()
         self._keys = itertools.count()
 
     @property
@@ -107,19 +108,24 @@ class ResumeStore:
         event = _Event(next(self._keys), stream, seq, data, EVENT_OVERHEAD + (len(data) if data else 0))
         stream.events.append(event)
         stream.size += event.size
+        stream.owner.held_bytes += event.size
         self.held_bytes += event.size
-        self._order[event.key] = event
         while stream.size > self.stream_max_bytes and stream.events:
             self.drop(stream.events[0])
-        while self.held_bytes > self.max_bytes and self._order:
-            self.drop(next(iter(self._order.values())))
+        while self.held_bytes > self.max_bytes:
+            # The largest holder pays (a scan of at most max_sessions, only while the store is full).
+            largest = max(self._sessions.values(), key=lambda session: session.held_bytes, default=None)
+            oldest = largest.oldest() if largest is not None else None
+            if oldest is None:
+                break
+            self.drop(oldest)
 
     def drop(self, event: _Event) -> None:
         """Drop an event, always the oldest of its stream; a stream left empty is forgotten."""
         stream = event.stream
         stream.events.popleft()
-        del self._order[event.key]
         stream.size -= event.size
+        stream.owner.held_bytes -= event.size
         self.held_bytes -= event.size
         stream.dropped_through = event.seq
         if not stream.events:
@@ -134,6 +140,8 @@ class SessionEvents(EventStore):
         self.store = store
         self.streams: dict[StreamId, _Stream] = {}
         self.closed = False
+        self.held_bytes = 0
+        """Bytes of this session's events (its share of the store's)."""
         self._tokens: dict[str, _Stream] = {}
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
@@ -173,6 +181,11 @@ class SessionEvents(EventStore):
         if found is None or found[1] < found[0].dropped_through:
             return None
         return found[0].stream_id
+
+    def oldest(self) -> _Event | None:
+        """The session's oldest event held, across its streams (a session has few streams at once)."""
+        firsts = [stream.events[0] for stream in self.streams.values() if stream.events]
+        return min(firsts, key=lambda event: event.key, default=None)
 
     def forget(self, stream: _Stream) -> None:
         if self.streams.get(stream.stream_id) is stream:
