@@ -42,7 +42,9 @@ async def test_300_killed_calls_are_all_cancelled(
     counts = sleeper(registry).counts
     # Handshake-era SSE streams are resumable: a call outlives its broken stream by five reconnection
     # delays (here 5 x 0.1 s) unless its client comes back for it; a killed client never does.
-    settings = {"json_response": json_response, "max_concurrent_calls": None, "sse_retry_ms": 100}
+    settings: dict[str, Any] = {"json_response": json_response, "max_concurrent_calls": None}
+    if not json_response:  # JSON responses are not resumable: a reconnection delay would mean nothing
+        settings["sse_retry_ms"] = 100
     async with serving(registry, **settings) as (url, _):
         async with httpx.AsyncClient() as http:
             session = [await open_session(http, url)] if era == "handshake" else []
