@@ -35,16 +35,16 @@ from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
+from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
 from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
+from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
 from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
-from apcore_mcp.run.protocol import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
-from apcore_mcp.run.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
-from apcore_mcp.run.upstreams import readiness, serving_upstreams
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.serving import readiness, serving_upstreams
 
 if TYPE_CHECKING:
     from apcore_mcp.replicas.shared import SharedState

@@ -14,7 +14,8 @@ one is answered 400). Here a request head (request line and header lines) over
 Our own server uses it; with the uvicorn command line pass
 ``--http apcore_mcp.run.protocol:TimedH11Protocol``. The deadline and the size come from the
 app's ``header_timeout`` and ``max_header_bytes`` settings, which the app's lifespan puts in the
-state uvicorn shares with its protocols (the ``DEFAULT_...`` values before the app has started).
+state uvicorn shares with its protocols under the keys of ``http.protocol_state`` (the ``DEFAULT_...``
+values before the app has started).
 The app checks the size of the headers it is given too (``http.guard``), for plain uvicorn.
 """
 
@@ -30,16 +31,12 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT = 10.0
-HEADER_TIMEOUT_STATE = "apcore_mcp.header_timeout"
-"""Lifespan-state key: the seconds a client gets to send its request headers."""
-MAX_HEADER_BYTES_STATE = "apcore_mcp.max_header_bytes"
-"""Lifespan-state key: the largest request head accepted, in bytes."""
 DEFAULT_MAX_HEADER_BYTES = 16 * 1024
-REJECT_STATE = "apcore_mcp.reject"
-"""Lifespan-state key: ``reject(reason)``, counting a refused request in the app's metrics."""
 FIRST_REQUEST_GRACE_SECONDS = 0.5
 """At shutdown, how long a connection that has not yet brought a request gets to bring it."""
 _TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"

@@ -25,10 +25,10 @@ from apcore_mcp.calls import CallRouter
 from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
 from apcore_mcp.http.resource_metadata import http_origin
+from apcore_mcp.http.shutdown import drain
 from apcore_mcp.run.protocol import TimedH11Protocol
-from apcore_mcp.run.shutdown import drain
 from apcore_mcp.run.stdin import stdin_lines
-from apcore_mcp.run.upstreams import serving_upstreams
+from apcore_mcp.upstream.serving import serving_upstreams
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Serving a bridge's upstream MCP servers: mount them, follow config changes, unmount on exit.
 
-Used by both runners (the HTTP app's lifespan and stdio). A reload (SIGHUP, or the file's
+Used by both runners (the HTTP app's lifespan and stdio), hence here, below both. A reload (SIGHUP, or the file's
 content changing) is a scope switch: servers no longer used stop, new ones start, unchanged
 ones keep running with their sessions; the main endpoint's selection and every scope endpoint
 follow, and their clients get ``list_changed`` when their list changed.

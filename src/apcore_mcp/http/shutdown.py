@@ -5,7 +5,7 @@ the moment uvicorn sees a stop signal, including the POST streams that are about
 the replies of calls in flight. We turn that off and end the streams ourselves once the
 calls have finished (or ``shutdown_timeout`` passed). This works for ``uvicorn app:create_app
 --factory`` (the server is found through its signal handler, as sse-starlette does) and for
-our own ``HttpServer``, which calls ``end_streams()`` directly.
+our own ``HttpServer`` (``run.serving``), which calls ``drain()`` from its shutdown.
 """
 
 from __future__ import annotations

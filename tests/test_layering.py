@@ -1,0 +1,162 @@
+"""Imports flow one way: the core below ``mcp/``, ``http/`` and ``run/``; ``run/`` above ``http/``.
+
+Every module under ``src/apcore_mcp`` is parsed with ``ast`` (nothing is imported). An import
+of ``a.b`` counts as an edge to ``a.b`` only, not to the packages above it, and
+``from a import b`` as an edge to the submodule ``a.b`` when there is one. Imports under
+``if TYPE_CHECKING:`` are for the type checker only and never count. Imports inside functions
+(lazy) count for the layering rules but not for cycles, since they run after every module has
+loaded. ``python tests/test_layering.py`` prints the figures.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = "apcore_mcp"
+SOURCE = Path(__file__).resolve().parent.parent / "src" / ROOT
+
+KNOWN_CYCLES: set[tuple[str, ...]] = set()
+"""Cycles among module-level imports, each from its least module name: none left."""
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    lazy: bool  # inside a function: runs after every module has loaded
+
+
+@cache
+def module_names() -> dict[str, Path]:
+    names: dict[str, Path] = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = path.relative_to(SOURCE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(body: list[ast.stmt], lazy: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, lazy
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _import_nodes(node.orelse, lazy)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _import_nodes(node.body, lazy=True)
+        else:  # class bodies, try/with/if blocks, loops: whatever nests statements
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, []):
+                    nested = child.body if isinstance(child, ast.ExceptHandler | ast.match_case) else [child]
+                    yield from _import_nodes(nested, lazy)
+
+
+def _resolve(package: str, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
+def imports() -> list[Import]:
+    """Every import of one of our own modules, by every module of the package."""
+    names = module_names()
+    found: list[Import] = []
+    for source, path in names.items():
+        package = source if path.name == "__init__.py" else source.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node, lazy in _import_nodes(tree.body):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = _resolve(package, node)
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in names else base for alias in node.names]
+            for target in dict.fromkeys(targets):
+                if target == ROOT or target.startswith(ROOT + "."):
+                    found.append(Import(source, target, node.lineno, lazy))
+    return found
+
+
+def layer(module: str) -> str:
+    """``http``, ``run``, ``mcp``, another subpackage's name, or ``core`` for top-level modules."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and module_names()[module].name == "__init__.py") else "core"
+
+
+AGAINST = {"http": {"run"}, "core": {"http", "run", "mcp"}, "mcp": {"http", "run"}}
+"""Layers each layer must not import: what is above it."""
+
+
+def against_layering(found: list[Import]) -> list[Import]:
+    return [i for i in found if layer(i.target) in AGAINST.get(layer(i.source), set()) and i.source != ROOT]
+
+
+def cycles(found: list[Import]) -> set[tuple[str, ...]]:
+    """Each elementary cycle among module-level imports, rotated to start at its least name."""
+    graph: dict[str, set[str]] = {}
+    for i in found:
+        if not i.lazy and i.source != i.target:
+            graph.setdefault(i.source, set()).add(i.target)
+    found_cycles: set[tuple[str, ...]] = set()
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for target in sorted(graph.get(node, ())):
+            if target == start:
+                found_cycles.add(tuple(path))
+            elif target > start and target not in path:
+                walk(start, target, [*path, target])
+
+    for start in sorted(graph):
+        walk(start, start, [start])
+    return found_cycles
+
+
+def test_http_does_not_import_run() -> None:
+    upward = [i for i in imports() if layer(i.source) == "http" and layer(i.target) == "run"]
+    assert upward == []
+
+
+def test_nothing_imports_the_package_root() -> None:
+    rooted = [i for i in imports() if i.target == ROOT and i.source != ROOT]
+    assert rooted == []
+
+
+def test_no_new_import_cycle() -> None:
+    assert cycles(imports()) == KNOWN_CYCLES
+
+
+def test_the_graph_sees_known_edges() -> None:
+    # The parser itself: a module-level, a lazy, a from-submodule and a TYPE_CHECKING-only import.
+    found = {(i.source, i.target): i for i in imports()}
+    assert not found[("apcore_mcp.run.serve", "apcore_mcp.run.serving")].lazy
+    assert found[("apcore_mcp.http.app", "apcore_mcp.replicas.shared")].lazy
+    assert ("apcore_mcp.records", "apcore_mcp.behaviour") in found
+    assert ("apcore_mcp.upstream.serving", "apcore_mcp.http.scopes") not in found
+    assert cycles([Import("a", "b", 1, False), Import("b", "a", 1, False)]) == {("a", "b")}
+
+
+def main() -> None:
+    found = imports()
+    against = against_layering(found)
+    print(f"modules: {len(module_names())}, import edges: {len(found)} ({sum(i.lazy for i in found)} lazy)")
+    print(f"edges against the layering: {len(against)}")
+    for i in against:
+        print(f"  {i.source}:{i.line} -> {i.target}{' (lazy)' if i.lazy else ''}")
+    print(f"cycles among module-level imports: {len(cycles(found))}")
+    for cycle in sorted(cycles(found)):
+        print("  " + " -> ".join(cycle))
+    print("package root imported by:", [i.source for i in found if i.target == ROOT and i.source != ROOT])
+
+
+if __name__ == "__main__":
+    main()
