@@ -1,163 +1,25 @@
-"""Real MCP clients over real transports, one parametrized fixture for every scenario.
+"""Fixtures shared by every test: ``connect``, real MCP clients over real transports.
 
 ``connect`` yields an async factory ``open_client(**settings) -> async context manager``
-giving an MCP client session connected to a fresh server for the test registry:
-
-- ``memory``/``memory-modern``: the SDK's in-process client (handshake era / 2026-07-28);
-- ``http``/``http-modern``: uvicorn on an ephemeral 127.0.0.1 port, Streamable HTTP;
-- ``sse``: the same app's legacy SSE endpoint;
-- ``stdio``: a subprocess running ``tests/stdio_server.py``.
+giving a ``Connected`` client (``tests._support.sessions``) of a fresh server for the test
+registry, once per transport in ``TRANSPORTS``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
-from mcp import Client, ClientSession
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
 
-from support import make_executor
-
-TESTS_DIR = Path(__file__).resolve().parent
-TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "sse", "stdio"]
-
-
-@dataclass
-class Inbox:
-    """Notifications a client received, with their arrival times and a way to wait for one."""
-
-    arrivals: list[tuple[str, float]] = field(default_factory=list)
-    arrived: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def handler(self, message: Any) -> None:
-        method = getattr(message, "method", None)
-        if isinstance(method, str) and method.startswith("notifications/"):
-            self.arrivals.append((method, time.monotonic()))
-            self.arrived.set()
-
-    def clear(self) -> None:
-        self.arrivals.clear()
-
-    async def wait_for(self, method: str, timeout: float = 5.0) -> float:
-        """The arrival time of the first ``method`` notification since the last ``clear()``."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    for name, at in self.arrivals:
-                        if name == method:
-                            return at
-                    self.arrived.clear()
-                    await self.arrived.wait()
-        except TimeoutError:
-            pytest.fail(f"{method} did not arrive within {timeout}s")
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
-    """SIGTERM by PID, wait ``timeout``, then SIGKILL (and wait again)."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=timeout)
-
-
-def wait_ok(
-    url: str, proc: subprocess.Popen[Any], timeout: float = 20.0, details: Callable[[], str] = lambda: ""
-) -> httpx.Response:
-    """Poll ``url`` until it answers 200; fail early, with ``details()``, if the process dies."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{proc.args[0]} exited with {proc.returncode} before {url} answered:\n{details()}")
-        try:
-            response = httpx.get(url, timeout=1.0)
-            if response.status_code == 200:
-                return response
-            last = response.status_code
-        except httpx.HTTPError as exc:
-            last = exc
-        time.sleep(0.05)
-    pytest.fail(f"{url} not 200 within {timeout}s (last: {last!r}):\n{details()}")
-
-
-@dataclass
-class Connected:
-    """What a test gets: a session-like client and the transport it runs on."""
-
-    transport: str
-    client: Any
-    inbox: Inbox
-    bridge: Bridge | None = None
-
-    @property
-    def modern(self) -> bool:
-        return self.transport.endswith("-modern")
-
-
-@contextlib.asynccontextmanager
-async def running_http(bridge: Bridge) -> AsyncIterator[str]:
-    """uvicorn serving ``bridge`` on a free 127.0.0.1 port in this event loop; yields the base URL."""
-    async with serving_http(bridge) as (_server, url):
-        yield url
-
-
-@contextlib.asynccontextmanager
-async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox, **callbacks: Any) -> AsyncIterator[Any]:
-    """A connected client for an existing server (an HTTP base URL, or a Bridge for memory).
-
-    ``callbacks`` are the SDK client's (``elicitation_callback``, ``sampling_callback``,
-    ``list_roots_callback``, ``logging_callback``; ``log_level`` opts 2026-07-28 requests into logs).
-    """
-    if transport in ("memory", "memory-modern"):
-        mode = "legacy" if transport == "memory" else "auto"
-        async with Client(
-            url_or_bridge.server, mode=mode, message_handler=inbox.handler, cache=None, **callbacks
-        ) as client:
-            yield client
-    elif transport in ("http", "http-modern"):
-        mode = "legacy" if transport == "http" else "auto"
-        async with Client(
-            f"{url_or_bridge}/mcp", mode=mode, message_handler=inbox.handler, cache=None, **callbacks
-        ) as client:
-            yield client
-    elif transport == "sse":
-        callbacks.pop("log_level", None)
-        async with (
-            sse_client(f"{url_or_bridge}/sse") as (read, write),
-            ClientSession(read, write, message_handler=inbox.handler, **callbacks) as session,
-        ):
-            await session.initialize()
-            yield session
-    else:
-        raise ValueError(transport)
-
-
-def stdio_params(*args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(TESTS_DIR / "stdio_server.py"), *args])
-
-
-OpenClient = Callable[..., contextlib.AbstractAsyncContextManager[Connected]]
+from tests._support.browser import Browser, launched_browser
+from tests._support.modules import make_executor
+from tests._support.sessions import TRANSPORTS, Connected, Inbox, OpenClient, open_session, running_http, stdio_params
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -188,6 +50,8 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
     return open_client
 
 
-async def call_text(client: Any, name: str, arguments: dict[str, Any] | None = None) -> tuple[str, bool]:
-    result = await client.call_tool(name, arguments or {})
-    return result.content[0].text, bool(result.is_error)
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Headless Chromium for the explorer's browser tests."""
+    async with launched_browser() as launched:
+        yield launched

@@ -9,11 +9,10 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Browser, expect
 
-from auth_support import ALICE_KEY, BOB_KEY, api_key_entry, role_executor
-from test_explorer_browser import browser, explorer
+from tests._support.auth import ALICE_KEY, BOB_KEY, api_key_entry, role_executor
+from tests._support.browser import explorer
 
 pytestmark = pytest.mark.browser
-__all__ = ["browser"]  # the fixture, shared with the explorer's own browser tests
 
 
 async def test_the_page_asks_for_the_token_and_calls_as_the_caller(browser: Browser) -> None:

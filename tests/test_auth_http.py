@@ -20,8 +20,18 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from auth_support import ALICE_KEY, BOB_KEY, ISSUER, JWKS_URL, Issuer, api_key_entry, bearer, mock_jwks, role_executor
-from conftest import running_http
+from tests._support.auth import (
+    ALICE_KEY,
+    BOB_KEY,
+    ISSUER,
+    JWKS_URL,
+    Issuer,
+    api_key_entry,
+    bearer,
+    mock_jwks,
+    role_executor,
+)
+from tests._support.sessions import running_http
 
 PUBLIC = "https://mcp.example.test"
 MCP = f"{PUBLIC}/mcp"

@@ -28,7 +28,7 @@ from apcore_mcp.http.tokens import (
 )
 from apcore_mcp.principal import parse_api_key
 
-from auth_support import (
+from tests._support.auth import (
     ALICE_KEY,
     BOB_KEY,
     ISSUER,

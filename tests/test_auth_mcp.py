@@ -22,8 +22,8 @@ from mcp.shared.exceptions import MCPError
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from auth_support import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor, sse_session
-from conftest import TESTS_DIR, running_http, stdio_params
+from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor, sse_session
+from tests._support.sessions import TESTS_DIR, running_http, stdio_params
 
 PUBLIC = "https://mcp.example.test"
 MCP, SSE = f"{PUBLIC}/mcp", f"{PUBLIC}/sse"

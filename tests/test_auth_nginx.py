@@ -27,8 +27,9 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
 
-from auth_support import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor
-from conftest import running_http, stop_process
+from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor
+from tests._support.processes import stop_process
+from tests._support.sessions import running_http
 
 pytestmark = pytest.mark.nginx
 

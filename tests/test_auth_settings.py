@@ -14,8 +14,8 @@ from apcore_mcp.http.tokens import hash_api_key, load_static_key
 from apcore_mcp.principal import stdio_identity
 from apcore_mcp.settings import SettingError, Settings
 
-from auth_support import ISSUER, JWKS_URL, api_key_entry, rsa_key
-from support import make_executor
+from tests._support.auth import ISSUER, JWKS_URL, api_key_entry, rsa_key
+from tests._support.modules import make_executor
 
 KEY = api_key_entry("k" * 40, "alice", "writer", "tools:call")
 JWT = {"auth": "jwt", "auth_issuer": ISSUER, "auth_jwks_url": JWKS_URL}

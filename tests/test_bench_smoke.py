@@ -7,13 +7,8 @@ reply was lost or misrouted. Bounded to about a minute.
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench.rows import Config
 from bench.run import render_table
 from bench.workloads import WORKLOADS

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import OpenClient
+from tests._support.sessions import OpenClient
 
 
 async def wait_for_file(path: Path, timeout: float = 10.0) -> str:

@@ -12,7 +12,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.settings import Settings
 
-from support import EXPECTED_TOOLS, Echo, make_executor, make_registry
+from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor, make_registry
 
 
 def counting_definitions(registry: Registry) -> list[str]:

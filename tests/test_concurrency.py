@@ -11,8 +11,8 @@ import pytest
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from conftest import Inbox, open_session, running_http
-from support import make_executor
+from tests._support.modules import make_executor
+from tests._support.sessions import Inbox, open_session, running_http
 
 CLIENTS = 10
 CALLS_PER_CLIENT = 5

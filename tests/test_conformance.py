@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conformance_suite import ALPHA, STABLE, Report, run
 
 from apcore_mcp.testing import apcore_server, start_server
+
+from tests.conformance_suite import ALPHA, STABLE, Report, run
 
 pytestmark = pytest.mark.conformance
 

@@ -15,7 +15,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.prompts import PromptFileError, load_prompts
 from apcore_mcp.settings import Settings
 
-from conftest import OpenClient
+from tests._support.sessions import OpenClient
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "examples" / "conformance"
 

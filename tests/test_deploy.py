@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,20 +33,23 @@ from mcp.client.sse import sse_client
 
 from apcore_mcp.testing import free_port
 
-from conftest import Inbox, wait_ok
-from deploy_support import (
+from tests._support.deploy import (
     DOCKERFILE,
     clean_env,
     dockerfile_stages,
     final_stage,
     healthcheck_cmd,
     image_cmd,
+    image_command,
+    image_env,
     log_tail,
     nginx_running,
     option,
     point_nginx_conf,
     running,
 )
+from tests._support.processes import wait_ok
+from tests._support.sessions import Inbox
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = REPO / "docker-compose.yml"
@@ -275,28 +277,6 @@ def test_kubernetes_manifests() -> None:
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def image_command(port: int) -> list[str]:
-    """The Dockerfile's CMD, bound to 127.0.0.1:``port``, with this venv's executables."""
-    cmd = image_cmd()
-    cmd[cmd.index("--host") + 1] = "127.0.0.1"
-    cmd[cmd.index("--port") + 1] = str(port)
-    executable = shutil.which(cmd[0], path=str(Path(sys.executable).parent))
-    assert executable, f"{cmd[0]} not installed in {Path(sys.executable).parent}"
-    return [executable, *cmd[1:]]
-
-
-def image_env() -> dict[str, str]:
-    """The Dockerfile's ENV, with the image's WORKDIR (/app) mapped to the repository root."""
-    stage = final_stage()
-    workdir = stage.last("WORKDIR").rstrip("/")
-    env = clean_env()
-    for key, value in stage.env().items():
-        if key == "PATH":
-            continue
-        env[key] = str(REPO) + value[len(workdir) :] if value.startswith(workdir + "/") else value
-    return env
 
 
 async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> float | None:

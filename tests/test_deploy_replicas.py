@@ -16,9 +16,8 @@ import yaml
 from apcore_mcp.declared import options
 from apcore_mcp.env import LAUNCH_OPTIONS
 from apcore_mcp.settings import SettingError, Settings
-from test_deploy import final_stage, image_cmd, option
 
-from deploy_support import DEPLOY, REPO
+from tests._support.deploy import DEPLOY, REPO, final_stage, image_cmd, option
 
 KUBERNETES = DEPLOY / "kubernetes"
 K8S_VERSION = "1.37.0"

@@ -8,116 +8,23 @@ console error, uncaught page error or Content-Security-Policy violation fails th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from apcore import Registry
+from playwright.async_api import Browser, expect
 from pydantic import BaseModel, Field
 
-from apcore_mcp.bridge import Bridge
-from apcore_mcp.settings import Settings
-
-from conftest import running_http
-from support import EXPECTED_TOOLS, Echo, make_executor
-
-try:
-    from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
-except ImportError:  # reported by the ``browser`` fixture
-    async_playwright = None
+from tests._support.browser import ARTIFACTS, explorer
+from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-# Reports every CSP violation into the console (init scripts run outside the page's CSP).
-CSP_LISTENER = """
-document.addEventListener("securitypolicyviolation", (event) => {
-  console.error("CSP violation: " + event.violatedDirective + " " + event.blockedURI);
-});
-"""
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert(2)</script>"
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    if async_playwright is None:
-        pytest.fail("Playwright is not installed: pip install 'playwright>=1.49' (browsers are not downloaded)")
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-@dataclass
-class Explorer:
-    page: Page
-    url: str
-    problems: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def on_console(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
-            self.problems.append(f"{message.text} ({message.location.get('url', '')})")
-
-    async def on_dialog(self, dialog: Dialog) -> None:
-        self.dialogs.append(dialog.message)
-        await dialog.dismiss()
-
-    def unexpected_problems(self, *allowed: str) -> list[str]:
-        """Problems other than the failed-resource notices Chrome logs for expected 4xx answers."""
-        return [problem for problem in self.problems if not any(re.search(pattern, problem) for pattern in allowed)]
-
-    def visible_tools(self) -> Any:
-        return self.page.locator("#tool-list li:not([hidden]) .tool-name")
-
-    async def select(self, name: str) -> None:
-        await self.page.locator(f'#tool-list a[data-name="{name}"]').click()
-        await expect(self.page.locator("#detail h2")).to_have_text(name)
-
-
-@contextlib.asynccontextmanager
-async def explorer(browser: Browser, executor: Any = None, **settings: Any) -> AsyncIterator[Explorer]:
-    """The explorer page opened in a fresh browser context against a server on 127.0.0.1."""
-    bridge = Bridge.build(executor or make_executor(), Settings(explorer=True, **settings))
-    try:
-        async with running_http(bridge) as url:
-            assert url.startswith("http://127.0.0.1:")
-            context = await browser.new_context(viewport={"width": 1280, "height": 860})
-            try:
-                page = await context.new_page()
-                page.set_default_timeout(10_000)
-                await page.add_init_script(CSP_LISTENER)
-                opened = Explorer(page, f"{url}/explorer/")
-                page.on("console", opened.on_console)
-                page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
-                page.on("dialog", opened.on_dialog)
-                yield opened
-            finally:
-                await context.close()
-    finally:
-        bridge.close()
 
 
 async def test_list_filter_form_run_and_validation(browser: Browser) -> None:

@@ -15,12 +15,11 @@ from playwright.async_api import Browser, expect
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from conftest import running_http
-from support import make_executor
-from test_explorer_browser import ARTIFACTS, browser, explorer
+from tests._support.browser import ARTIFACTS, explorer
+from tests._support.modules import make_executor
+from tests._support.sessions import running_http
 
 pytestmark = pytest.mark.browser
-__all__ = ["browser"]  # the fixture, used by name
 
 
 async def test_a_destructive_tool_asks_for_confirmation(browser: Browser, tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from mcp import Client
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from conftest import running_http
-from support import EXPECTED_TOOLS, make_executor
+from tests._support.modules import EXPECTED_TOOLS, make_executor
+from tests._support.sessions import running_http
 
 INIT = {
     "jsonrpc": "2.0",

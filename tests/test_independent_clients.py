@@ -16,7 +16,7 @@ import pytest
 
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
 
-from clients.node import EXIT_TOOL_ERROR, run_ts_client
+from tests._support.node import EXIT_TOOL_ERROR, run_ts_client
 
 pytestmark = pytest.mark.interop
 

@@ -22,8 +22,8 @@ from mcp.shared.exceptions import MCPError
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from conftest import running_http
-from support import make_executor
+from tests._support.modules import make_executor
+from tests._support.sessions import running_http
 
 ELICIT = types.ClientCapabilities(elicitation=types.ElicitationCapability())
 YES = types.ElicitResult(action="accept", content={"approve": True})
@@ -162,7 +162,7 @@ async def test_stateless_handshake_http_fails_approval_closed(tmp_path: Path) ->
 async def test_approval_auto_runs_gated_modules_unasked_and_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from support import make_registry
+    from tests._support.modules import make_registry
 
     caplog.set_level("WARNING", logger="apcore_mcp")
     bridge = Bridge.build(make_registry(), Settings(approval="auto"))

@@ -11,7 +11,7 @@ from typing import Any
 import mcp.types as types
 import pytest
 
-from conftest import Connected, OpenClient
+from tests._support.sessions import Connected, OpenClient
 
 
 class Progress:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
 from apcore_mcp.schema import to_input_schema
 
-from support import Cycle, walk
+from tests._support.modules import Cycle, walk
 
 # -- modules ------------------------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from auth_support import api_key_entry, bearer
-from conftest import running_http
+from tests._support.auth import api_key_entry, bearer
+from tests._support.sessions import running_http
 
 KEY = "param-headers-key-" + "k" * 24
 

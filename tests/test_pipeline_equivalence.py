@@ -20,7 +20,8 @@ from apcore.observability.context_logger import RedactionConfig
 from apcore_mcp.pipeline import close_pipeline
 from apcore_mcp.pipeline.internals import default_sensitive_keys, key_matches
 from apcore_mcp.pipeline.redaction import Redaction
-from pipeline_support import SETUPS, Outcome, Setup, describe_error, make_side, outcome
+
+from tests._support.pipeline import SETUPS, Outcome, Setup, describe_error, make_side, outcome
 
 CARD = {"number": "4111-1111", "holder": "Ann"}
 ACCOUNT = {"user": "ann", "password": "hunter2", "card": CARD, "cards": [CARD, CARD], "api_key": "k-1"}
@@ -121,7 +122,7 @@ async def test_the_matrix_reaches_every_kind_of_outcome() -> None:
 
 async def test_format_warnings_are_the_same(caplog: pytest.LogCaptureFixture) -> None:
     """Models built from a JSON schema warn about format violations (SHOULD-level), on both sides."""
-    from pipeline_support import Echoed
+    from tests._support.pipeline import Echoed
 
     class Mail(Echoed):
         __apcore_source_schema__ = {"type": "object", "properties": {"text": {"type": "string", "format": "email"}}}
@@ -142,7 +143,7 @@ async def test_format_warnings_are_the_same(caplog: pytest.LogCaptureFixture) ->
 
 async def test_stream_is_the_same() -> None:
     """``Executor.stream``: chunks, then output validation and middleware on the accumulated output."""
-    from pipeline_support import Recording, Session
+    from tests._support.pipeline import Recording, Session
 
     class Streamer(Recording):
         description = "Streams a session in three chunks"
@@ -176,7 +177,7 @@ async def test_stream_is_the_same() -> None:
 
 async def test_reregistered_module_uses_its_new_schema() -> None:
     """The schema cache follows the registry: a module replaced under the same id is revalidated."""
-    from pipeline_support import Echo, Measure
+    from tests._support.pipeline import Echo, Measure
 
     results: list[list[Any]] = []
     for fast in (False, True):
@@ -197,7 +198,7 @@ async def test_reregistered_module_uses_its_new_schema() -> None:
 
 async def test_schema_swapped_on_the_instance_is_seen() -> None:
     """Even without a registry event, a module whose schema class changed gets a new plan."""
-    from pipeline_support import Shape
+    from tests._support.pipeline import Shape
 
     side = make_side("plain", fast=True)
     first = await outcome(side, "eq.echo", {"text": "hi"})

@@ -22,8 +22,9 @@ from apcore_mcp.pipeline import (
     install_pipeline,
     installed_pipeline,
 )
-from pipeline_support import make_registry
-from test_pipeline_cancel import HANG_GUARD_S, Empty, SyncWaiter, wait_thread_event, with_timeout
+
+from tests._support.pipeline import make_registry
+from tests._support.waiters import HANG_GUARD_S, Empty, SyncWaiter, wait_thread_event, with_timeout
 
 WORKERS = 2
 

@@ -25,8 +25,8 @@ from mcp.client.sse import sse_client
 from apcore_mcp import MCPServer, serve
 from apcore_mcp.testing import free_port
 
-from conftest import wait_ok
-from support import EXPECTED_TOOLS, make_executor
+from tests._support.modules import EXPECTED_TOOLS, make_executor
+from tests._support.processes import wait_ok
 
 NAP_MODULE = """
 import asyncio

@@ -23,7 +23,7 @@ from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets, bucket_key
 from apcore_mcp.replicas.link import RedisLink
 
-from replica_support import RedisServer, redis_running
+from tests._support.replicas import RedisServer, redis_running
 
 RATE = 0.5  # tokens a second: slow enough that a test run refills nothing worth counting
 BURST = 5

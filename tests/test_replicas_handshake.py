@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
 
-from replica_support import (
+from tests._support.replicas import (
     AFFINITY,
     CALL_SECONDS,
     ROUND_ROBIN,

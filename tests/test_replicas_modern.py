@@ -19,7 +19,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from replica_support import (
+from tests._support.replicas import (
     CALL_SECONDS,
     ROUND_ROBIN,
     Proxy,

@@ -20,8 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.limits import RATE_LIMITED
 
-from conftest import Inbox
-from replica_support import (
+from tests._support.replicas import (
     CALL_SECONDS,
     ROUND_ROBIN,
     Proxy,
@@ -35,6 +34,7 @@ from replica_support import (
     structured,
     wait_until,
 )
+from tests._support.sessions import Inbox
 
 pytestmark = pytest.mark.nginx
 

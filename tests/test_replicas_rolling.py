@@ -22,7 +22,15 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import SubscriptionLost
 
-from replica_support import ROUND_ROBIN, Replica, eventually, new_key, proxy_running, replicas_running, structured
+from tests._support.replicas import (
+    ROUND_ROBIN,
+    Replica,
+    eventually,
+    new_key,
+    proxy_running,
+    replicas_running,
+    structured,
+)
 
 pytestmark = pytest.mark.nginx
 

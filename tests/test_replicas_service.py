@@ -23,8 +23,8 @@ from apcore_mcp.run.serving import make_http_server
 from apcore_mcp.settings import SettingError, Settings
 from apcore_mcp.testing import free_port
 
-from conftest import running_http
-from support import make_executor
+from tests._support.modules import make_executor
+from tests._support.sessions import running_http
 
 DEAD_REDIS = f"redis://127.0.0.1:{free_port()}/0"
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from apcore_mcp.schema import MAX_REF_DEPTH, inline_refs, to_input_schema, to_output_schema
 
-from support import walk
+from tests._support.modules import walk
 
 
 def has_key_anywhere(node: Any, key: str) -> bool:

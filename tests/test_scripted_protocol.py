@@ -20,7 +20,7 @@ from apcore_mcp.testing.plugin import McpServerFactory
 from apcore_mcp.testing.scripted import load_script
 from apcore_mcp.testing.scripted.server import RequestRecord
 
-from conftest import Inbox
+from tests._support.sessions import Inbox
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "weather.yaml"
 

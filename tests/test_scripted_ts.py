@@ -12,7 +12,7 @@ import pytest
 from apcore_mcp.testing import TEST_CASE_META, RunningServer, encode_responses, scripted_server
 from apcore_mcp.testing.plugin import McpServerFactory
 
-from clients.node import EXIT_TOOL_ERROR, run_ts_client
+from tests._support.node import EXIT_TOOL_ERROR, run_ts_client
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "weather.yaml"
 TRANSPORTS = ["stdio", "streamable-http", "sse"]

@@ -19,9 +19,9 @@ from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.metatools import DESCRIBE_TOOL, INVOKE_TOOL, MAX_DESCRIBE, SEARCH_TOOLS
 from apcore_mcp.search import ToolSearch, tokenize
 from apcore_mcp.settings import Settings
-from upstream_support import mounted, stdio_entry
 
-from support import Echo
+from tests._support.modules import Echo
+from tests._support.upstreams import mounted, stdio_entry
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 GENERATED = 1200

@@ -19,8 +19,8 @@ from apcore_mcp.declared import options, parameters_table
 from apcore_mcp.env import settings_from_env, settings_table
 from apcore_mcp.settings import Settings
 
-from conftest import running_http
-from support import EXPECTED_TOOLS, Echo, make_executor
+from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
+from tests._support.sessions import running_http
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

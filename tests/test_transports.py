@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from conftest import OpenClient, call_text
-from support import EXPECTED_TOOLS
+from tests._support.modules import EXPECTED_TOOLS
+from tests._support.sessions import OpenClient, call_text
 
 
 async def test_lists_one_tool_per_module_and_skips_the_circular_one(connect: OpenClient) -> None:

@@ -21,9 +21,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from upstream_support import UPSTREAM, http_upstream, mounted, stdio_entry, upstream_children, url_entry
 
-from conftest import Inbox, running_http
+from tests._support.sessions import Inbox, running_http
+from tests._support.upstreams import UPSTREAM, http_upstream, mounted, stdio_entry, upstream_children, url_entry
 
 CANARY = "canary-5d1f0b77-never-shown"
 SIDES = ["memory", "memory-modern", "http", "http-modern"]

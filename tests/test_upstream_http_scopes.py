@@ -22,9 +22,9 @@ from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.mount import mount_upstreams, reload_upstreams, served_scopes, watch_config
 from apcore_mcp.upstream.scopes import UpstreamRuntime
-from upstream_support import gone, pid_of, stdio_entry, upstream_children
 
-from conftest import Inbox
+from tests._support.sessions import Inbox
+from tests._support.upstreams import gone, pid_of, stdio_entry, upstream_children
 
 SERVERS = {"a": stdio_entry(), "b": stdio_entry(), "c": stdio_entry("--tools", "2")}
 

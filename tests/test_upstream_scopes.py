@@ -14,9 +14,9 @@ from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.scopes import UpstreamRuntime, scope_filter, upstream_server_of
-from upstream_support import gone, mounted, pid_of, stdio_entry, upstream_children
 
-from support import make_registry
+from tests._support.modules import make_registry
+from tests._support.upstreams import gone, mounted, pid_of, stdio_entry, upstream_children
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,9 @@ import pytest
 from mcp import Client
 
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
-from upstream_support import eventually, stdio_entry, upstream_children
 
-from clients.node import run_ts_client
+from tests._support.node import run_ts_client
+from tests._support.upstreams import eventually, stdio_entry, upstream_children
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 

@@ -1,4 +1,4 @@
-"""A client that fires N tool calls at once and waits, to be killed: ``python caller.py URL ERA N [SESSION_ID]``.
+"""A client that fires N tool calls at once and waits, to be killed: ``python -m tests.hostile.caller URL ERA N [SESSION_ID]``.
 
 ERA is ``handshake`` (POSTs in the given session) or ``modern`` (self-contained 2026-07-28 POSTs).
 Each call has its own connection, as a real client's would after a kill: all of them close at once.
@@ -6,13 +6,10 @@ Each call has its own connection, as a real client's would after a kill: all of 
 
 import asyncio
 import sys
-from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hostile.kit import modern_headers, session_headers, tool_call
+from tests._support.hostile import modern_headers, session_headers, tool_call
 
 
 async def main(url: str, era: str, count: int, session_id: str | None) -> None:

@@ -1,15 +1,13 @@
-"""Serve the hostile registry: ``python tests/hostile/server.py TRANSPORT [--port N] [--marker-dir D] [setting=value ...]``.
+"""Serve the hostile registry: ``python -m tests.hostile.server TRANSPORT [--port N] [--marker-dir D] [setting=value ...]``.
 
 Settings are ``name=value`` pairs (numbers parsed as such).
 """
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from apcore_mcp import serve
-from hostile.modules import hostile_registry
+
+from tests._support.hostile_modules import hostile_registry
 
 
 def _value(text: str) -> object:

@@ -28,10 +28,10 @@ from apcore_mcp.context import elicit
 from apcore_mcp.pipeline import install_pipeline
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
-from hostile.kit import MODERN_META, modern_headers, sse_payload, wait_until
 
-from conftest import running_http
-from replica_support import RedisServer, new_key, redis_running
+from tests._support.hostile import MODERN_META, modern_headers, sse_payload, wait_until
+from tests._support.replicas import RedisServer, new_key, redis_running
+from tests._support.sessions import running_http
 
 YES = {"action": "accept", "content": {"approve": True}}
 NO = {"action": "decline"}

@@ -34,12 +34,12 @@ from apcore_mcp.limits import OVERLOADED, CallLimits
 from apcore_mcp.metatools import DESCRIBE_TOOL, INVOKE_TOOL, SEARCH_TOOLS
 from apcore_mcp.principal import Principal
 from apcore_mcp.settings import Settings
-from hostile.kit import serving, wait_until
-from hostile.modules import Sleeper
-from upstream_support import UPSTREAM
 
-from auth_support import api_key_entry, bearer, sse_session
-from support import Echo
+from tests._support.auth import api_key_entry, bearer, sse_session
+from tests._support.hostile import serving, wait_until
+from tests._support.hostile_modules import Sleeper
+from tests._support.modules import Echo
+from tests._support.upstreams import UPSTREAM
 
 ALICE = "alice-key-" + "a" * 30  # no scopes
 CAROL = "carol-key-" + "c" * 30  # holds "vault"

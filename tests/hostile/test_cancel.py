@@ -15,8 +15,8 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from hostile.kit import (
-    HERE,
+from tests._support.hostile import (
+    REPO,
     metric,
     metrics_text,
     open_session,
@@ -26,7 +26,7 @@ from hostile.kit import (
     tool_call,
     wait_until,
 )
-from hostile.modules import hostile_registry, sleeper
+from tests._support.hostile_modules import hostile_registry, sleeper
 
 KILLED = 300
 
@@ -49,7 +49,9 @@ async def test_300_killed_calls_are_all_cancelled(
         async with httpx.AsyncClient() as http:
             session = [await open_session(http, url)] if era == "handshake" else []
         client = subprocess.Popen(
-            [sys.executable, str(HERE / "caller.py"), url, era, str(KILLED), *session], stdout=subprocess.DEVNULL
+            [sys.executable, "-m", "tests.hostile.caller", url, era, str(KILLED), *session],
+            stdout=subprocess.DEVNULL,
+            cwd=REPO,
         )
         try:
             await wait_until(lambda: counts.started == KILLED, f"{KILLED} calls running", timeout=60)

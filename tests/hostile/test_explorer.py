@@ -15,8 +15,9 @@ import uvicorn
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
-from hostile.kit import serving
-from hostile.modules import hostile_registry
+
+from tests._support.hostile import serving
+from tests._support.hostile_modules import hostile_registry
 
 CALL = "/explorer/tools/hostile.echo/call"
 

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from hostile.kit import (
+from tests._support.hostile import (
     ACCEPT,
     HANDSHAKE,
     INIT,

@@ -9,8 +9,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.limits import OVERLOADED, RATE_LIMITED, CallLimits, MemoryBuckets
-from hostile.kit import metric, metrics_text, serving, wait_until
-from hostile.modules import hostile_registry, sleeper
+
+from tests._support.hostile import metric, metrics_text, serving, wait_until
+from tests._support.hostile_modules import hostile_registry, sleeper
 
 CALL = "/explorer/tools/hostile.echo/call"
 

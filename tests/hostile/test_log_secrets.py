@@ -21,10 +21,9 @@ import anyio
 import httpx
 import pytest
 
-from hostile.kit import ACCEPT, INIT, modern_headers, tool_call
-from hostile.test_proxies import STYLES, TOOL, service
-
-from auth_support import api_key_entry
+from tests._support.auth import api_key_entry
+from tests._support.hostile import ACCEPT, INIT, modern_headers, tool_call
+from tests._support.services import STYLES, TOOL, service
 
 GOOD_KEY = "good-api-key-7f3c9e1a5b2d4c6e8f0a"
 BAD_TOKEN = "bad-bearer-token-2b4d6f8a0c1e3g5h"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from hostile.kit import ACCEPT, INIT, metric, metrics_text, open_session, serving, session_headers
+from tests._support.hostile import ACCEPT, INIT, metric, metrics_text, open_session, serving, session_headers
 
 HISTOGRAM = "apcore_mcp_http_request_duration_seconds_count"
 REJECTED = "apcore_mcp_rejected_requests_total"

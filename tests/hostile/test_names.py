@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from apcore_mcp import denormalize_tool_name, from_openai_call, normalize_tool_name, openai_names, to_openai_tools
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.catalog import ToolCatalog
-from hostile.modules import LONG_ID, TOO_LONG_ID, hostile_registry
+
+from tests._support.hostile_modules import LONG_ID, TOO_LONG_ID, hostile_registry
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

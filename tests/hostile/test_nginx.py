@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hostile.kit import nginx_in_front, server_process
+from tests._support.hostile import nginx_in_front, server_process
 
 pytestmark = [pytest.mark.nginx, pytest.mark.slow]
 

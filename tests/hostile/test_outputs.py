@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from hostile.kit import ACCEPT, MODERN, modern_headers, serving, tool_call
+from tests._support.hostile import ACCEPT, MODERN, modern_headers, serving, tool_call
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

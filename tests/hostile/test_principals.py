@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from hostile.kit import ACCEPT, INIT, serving, session_headers, tool_call
-
-from auth_support import api_key_entry
+from tests._support.auth import api_key_entry
+from tests._support.hostile import ACCEPT, INIT, serving, session_headers, tool_call
 
 ALICE, BOB = "alice-key-" + "a" * 30, "bob-key-" + "b" * 30
 KEYS = {"auth": "api-key", "auth_api_keys": (api_key_entry(ALICE, "alice"), api_key_entry(BOB, "bob"))}

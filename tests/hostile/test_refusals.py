@@ -18,7 +18,9 @@ import pytest
 
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
-from hostile.kit import (
+
+from tests._support.deploy import clean_env, log_tail, running
+from tests._support.hostile import (
     ACCEPT,
     HANDSHAKE,
     INIT,
@@ -30,9 +32,7 @@ from hostile.kit import (
     session_headers,
     tool_call,
 )
-
-from conftest import wait_ok
-from deploy_support import clean_env, log_tail, running
+from tests._support.processes import wait_ok
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "extensions"

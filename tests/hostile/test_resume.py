@@ -28,10 +28,19 @@ from apcore_mcp import release_stream
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
-from hostile.kit import ACCEPT, INIT, metric, metrics_text, server_process, session_headers, tool_call, wait_until
-from hostile.modules import hostile_registry
 
-from auth_support import api_key_entry
+from tests._support.auth import api_key_entry
+from tests._support.hostile import (
+    ACCEPT,
+    INIT,
+    metric,
+    metrics_text,
+    server_process,
+    session_headers,
+    tool_call,
+    wait_until,
+)
+from tests._support.hostile_modules import hostile_registry
 
 MiB = 1024 * 1024
 ALICE, BOB = "alice-key-" + "a" * 30, "bob-key-" + "b" * 30

@@ -13,7 +13,7 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from hostile.kit import ACCEPT, HANDSHAKE, INIT, metric, metrics_text, open_session, serving, wait_until
+from tests._support.hostile import ACCEPT, HANDSHAKE, INIT, metric, metrics_text, open_session, serving, wait_until
 
 SESSIONS = "apcore_mcp_active_sessions"
 STREAMS = "apcore_mcp_open_streams"

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from hostile.kit import error_lines, metric, metrics_text, server_process, wait_until
+from tests._support.hostile import error_lines, metric, metrics_text, server_process, wait_until
 
 SHUTDOWN_TIMEOUT = 1.0
 

@@ -22,7 +22,8 @@ import pytest
 from apcore_mcp import Settings
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import HttpServer, serving_http
-from hostile.modules import hostile_registry
+
+from tests._support.hostile_modules import hostile_registry
 
 QUEUED = 20
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hostile.kit import error_lines, metric, metrics_text, server_process, serving
+from tests._support.hostile import error_lines, metric, metrics_text, server_process, serving
 
 SLOW_SOCKETS = 1_100
 

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from hostile.kit import HERE, INIT
+from tests._support.hostile import INIT, REPO
 
 LINE_LIMIT = 4 * 1024 * 1024  # max_body_bytes, the bound of a line too
 
@@ -43,13 +43,15 @@ class StdioPeer:
 async def start(*settings: str) -> AsyncIterator[StdioPeer]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(HERE / "server.py"),
+        "-m",
+        "tests.hostile.server",
         "stdio",
         *settings,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
         limit=2**20,
+        cwd=REPO,
     )
     try:
         yield StdioPeer(proc)
@@ -170,7 +172,7 @@ async def test_closing_stdin_cancels_the_call_in_flight(tmp_path: Path) -> None:
 
 
 def stdio_params() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(HERE / "server.py"), "stdio"])
+    return StdioServerParameters(command=sys.executable, args=["-m", "tests.hostile.server", "stdio"], cwd=REPO)
 
 
 async def test_odd_and_huge_outputs_reach_a_real_stdio_client() -> None:

@@ -28,10 +28,10 @@ from mcp import Client
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.pool import Lease, UpstreamPool
-from hostile.kit import serving
 from upstreams.hostile_server import STDERR_MARKER
 
-from conftest import stop_process, wait_ok
+from tests._support.hostile import serving
+from tests._support.processes import stop_process, wait_ok
 
 HOSTILE = Path(__file__).resolve().parents[1] / "upstreams" / "hostile_server.py"
 CALL_TIMEOUT = 20.0

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from apcore_mcp.http.tokens import hash_api_key
 
-from support import Echo, make_registry
+from tests._support.modules import Echo, make_registry
 
 ISSUER = "https://issuer.example.test"
 JWKS_URL = f"{ISSUER}/jwks.json"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from apcore_mcp import MCPApprovalHandler, install_pipeline
 
-from interactive import INTERACTIVE_MODULES
+from tests._support.interactive import INTERACTIVE_MODULES
 
 
 class EchoIn(BaseModel):

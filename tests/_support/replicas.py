@@ -24,10 +24,10 @@ import pytest
 
 from apcore_mcp.testing import RunningServer, apcore_server, free_port, start_server
 
-from conftest import stop_process
-from deploy_support import DEPLOY, clean_env, log_tail, nginx_running, point_nginx_conf
+from tests._support.deploy import DEPLOY, clean_env, log_tail, nginx_running, point_nginx_conf
+from tests._support.processes import stop_process
 
-EXTENSIONS = Path(__file__).resolve().parent / "replica_extensions"
+EXTENSIONS = Path(__file__).resolve().parents[1] / "replica_extensions"
 ROUND_ROBIN = DEPLOY / "nginx-replicas.conf"
 AFFINITY = DEPLOY / "nginx-affinity.conf"
 UPSTREAM_NAMES = ("apcore-mcp-1:8000", "apcore-mcp-2:8000")

@@ -12,15 +12,16 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import stop_process, wait_ok
+from tests._support.processes import stop_process, wait_ok
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 DOCKERFILE = REPO / "Dockerfile"
 STARTUP_SECONDS = 20
@@ -182,3 +183,25 @@ def healthcheck_cmd() -> list[str]:
     assert sep, f"HEALTHCHECK without CMD: {args}"
     assert all(part.startswith("--") for part in head.split()), head
     return exec_form(command.strip(), "HEALTHCHECK CMD")
+
+
+def image_command(port: int) -> list[str]:
+    """The Dockerfile's CMD, bound to 127.0.0.1:``port``, with this venv's executables."""
+    cmd = image_cmd()
+    cmd[cmd.index("--host") + 1] = "127.0.0.1"
+    cmd[cmd.index("--port") + 1] = str(port)
+    executable = shutil.which(cmd[0], path=str(Path(sys.executable).parent))
+    assert executable, f"{cmd[0]} not installed in {Path(sys.executable).parent}"
+    return [executable, *cmd[1:]]
+
+
+def image_env() -> dict[str, str]:
+    """The Dockerfile's ENV, with the image's WORKDIR (/app) mapped to the repository root."""
+    stage = final_stage()
+    workdir = stage.last("WORKDIR").rstrip("/")
+    env = clean_env()
+    for key, value in stage.env().items():
+        if key == "PATH":
+            continue
+        env[key] = str(REPO) + value[len(workdir) :] if value.startswith(workdir + "/") else value
+    return env

@@ -21,9 +21,9 @@ from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.results import mcp_result_of
 from apcore_mcp.upstream.scopes import UpstreamRuntime
 
-from conftest import stop_process, wait_ok
+from tests._support.processes import stop_process, wait_ok
 
-UPSTREAM = Path(__file__).resolve().parent / "upstreams" / "simple_server.py"
+UPSTREAM = Path(__file__).resolve().parents[1] / "upstreams" / "simple_server.py"
 MARKER = "simple_server.py"
 
 

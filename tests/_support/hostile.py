@@ -21,11 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
-from hostile.modules import hostile_registry
 
-from conftest import running_http, stop_process, wait_ok
+from tests._support.hostile_modules import hostile_registry
+from tests._support.processes import stop_process, wait_ok
+from tests._support.sessions import running_http
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -120,13 +121,14 @@ async def serving(registry: Registry | None = None, **settings: Any) -> AsyncIte
 
 @contextlib.contextmanager
 def server_process(*settings: str, log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``server.py streamable-http`` in a process of its own (stderr to ``log``); stopped by PID."""
+    """``python -m tests.hostile.server streamable-http`` in a process of its own (stderr to ``log``); stopped by PID."""
     port = free_port()
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            [sys.executable, str(HERE / "server.py"), "streamable-http", f"port={port}", *settings],
+            [sys.executable, "-m", "tests.hostile.server", "streamable-http", f"port={port}", *settings],
             stdout=subprocess.DEVNULL,
             stderr=sink,
+            cwd=REPO,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -136,7 +138,7 @@ def server_process(*settings: str, log: Path) -> Iterator[tuple[subprocess.Popen
         stop_process(proc)
 
 
-NGINX_CONF = HERE.parents[1] / "deploy" / "nginx.conf"
+NGINX_CONF = REPO / "deploy" / "nginx.conf"
 
 
 @contextlib.contextmanager
