@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
+from typing import Any
 
 import pytest
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from tests._support.modules import make_executor
+from tests._support.modules import EchoOut, SlowIn, make_executor, make_registry, module_of
 from tests._support.sessions import Inbox, open_session, running_http
 
 CLIENTS = 10
@@ -51,16 +53,25 @@ async def test_concurrent_clients_get_their_own_replies(transport: str) -> None:
 
 
 async def test_a_client_leaving_mid_call_does_not_affect_the_others(transport: str) -> None:
-    bridge = Bridge.build(make_executor(), Settings())
+    running = threading.Event()
+
+    async def hold(seconds: float) -> dict[str, Any]:
+        running.set()
+        await asyncio.sleep(seconds)
+        return {"echo": "done"}
+
+    registry = make_registry()
+    registry.register("demo.hold", module_of(hold, input=SlowIn, output=EchoOut))
+    bridge = Bridge.build(make_executor(registry), Settings())
     async with server_for(transport, bridge) as target, asyncio.timeout(60):
         async with open_session(transport, target, Inbox()) as stayer:
             leaver_started = asyncio.Event()
 
             async def leaver() -> None:
                 async with open_session(transport, target, Inbox()) as client:
-                    call = asyncio.create_task(client.call_tool("demo.wait", {"seconds": 5}))
-                    await asyncio.sleep(0.2)
-                    leaver_started.set()
+                    call = asyncio.create_task(client.call_tool("demo.hold", {"seconds": 5}))
+                    if await asyncio.to_thread(running.wait, 10):  # the call runs on the server
+                        leaver_started.set()
                     call.cancel()
                     with contextlib.suppress(BaseException):
                         await call

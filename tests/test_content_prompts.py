@@ -10,6 +10,7 @@ import mcp.types as types
 import pytest
 from apcore import Registry
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.prompts import PromptFileError, load_prompts
@@ -61,7 +62,7 @@ async def test_resource_modules_templates_and_completion(mode: str) -> None:
         ids = await client.complete(
             types.ResourceTemplateReference(uri="test://template/{id}/data"), {"name": "id", "value": "4"}
         )
-        with pytest.raises(Exception) as missing:
+        with pytest.raises(MCPError) as missing:
             await client.read_resource("test://nowhere")
     bridge.close()
     assert {"test://static-text", "test://static-binary", "test://watched-resource"} <= listed
@@ -100,7 +101,7 @@ async def test_prompt_files(mode: str) -> None:
         completion = await client.complete(
             types.PromptReference(name="test_prompt_with_arguments"), {"name": "arg1", "value": "par"}
         )
-        with pytest.raises(Exception) as missing_argument:
+        with pytest.raises(MCPError) as missing_argument:
             await client.get_prompt("test_prompt_with_arguments", {"arg1": "only one"})
     bridge.close()
     assert "test_simple_prompt" in names and "test_prompt_with_image" in names

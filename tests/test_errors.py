@@ -289,27 +289,28 @@ class Raises:
         raise RuntimeError("token=abc123 at /srv/secret.py")
 
 
-async def real_failure(module: Any, module_id: str = "fail.here") -> BaseException:
+async def real_failure(module: Any, raised: type[ModuleError], module_id: str = "fail.here") -> ModuleError:
+    """The error apcore's own Executor raises calling ``module_id``; it must be a ``raised``."""
     registry = Registry()
     registry.register("fail.here", module)
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(raised) as caught:
         await Executor(registry).call_async(module_id, {})
     return caught.value
 
 
 async def test_real_output_validation_error_is_internal() -> None:
-    safe = to_safe_error(await real_failure(BadOutput()))
+    safe = to_safe_error(await real_failure(BadOutput(), SchemaValidationError))
     assert safe.message == "Internal error occurred"
     assert safe.kind == "internal"
 
 
 async def test_real_raw_exception_is_internal() -> None:
-    error = await real_failure(Raises())
+    error = await real_failure(Raises(), ModuleExecuteError)
     assert isinstance(error, ModuleExecuteError)
     assert "abc123" in str(error)  # apcore embeds the original text...
     assert to_safe_error(error).message == "Internal error occurred"  # ...which never reaches the client
 
 
 async def test_real_unknown_module() -> None:
-    error = await real_failure(Raises(), "not.there")
+    error = await real_failure(Raises(), ModuleNotFoundError, "not.there")
     assert to_safe_error(error).message == "Module not found: not.there"

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests._support.modules import EXPECTED_TOOLS
 from tests._support.sessions import OpenClient, call_text
@@ -89,7 +90,7 @@ async def test_documentation_resources(connect: OpenClient) -> None:
     async with connect() as conn:
         resources = (await conn.client.list_resources()).resources
         read = await conn.client.read_resource("docs://demo.echo")
-        with pytest.raises(Exception, match="Resource not found"):
+        with pytest.raises(MCPError, match="Resource not found"):
             await conn.client.read_resource("docs://demo.boom")
     uris = sorted(str(resource.uri) for resource in resources)
     assert uris == ["docs://demo.denied", "docs://demo.echo"]

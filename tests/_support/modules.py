@@ -4,17 +4,47 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from apcore import Executor, ModuleAnnotations, Registry
 from apcore.acl import ACL, ACLRule
+from apcore.decorator import FunctionModule
 from pydantic import BaseModel, Field
 
 from apcore_mcp import MCPApprovalHandler, install_pipeline
 
 from tests._support.interactive import INTERACTIVE_MODULES
+
+
+def module_of(
+    fn: Callable[..., Any],
+    *,
+    input: type[BaseModel] | None = None,
+    output: type[BaseModel] | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    timeout_ms: int | None = None,
+) -> FunctionModule:
+    """An apcore module that runs ``fn`` (sync or async) with the call's inputs as keyword arguments.
+
+    apcore's own ``FunctionModule`` (what ``@module`` builds), unregistered: schemas are the given
+    models, or apcore's from ``fn``'s signature; the description is ``fn``'s docstring unless given;
+    ``context`` is passed when ``fn`` takes it; ``timeout_ms`` sets the module's declared timeout.
+    """
+    made = FunctionModule(
+        fn,
+        module_id=fn.__name__,
+        description=description,
+        annotations=annotations,
+        input_schema=input,
+        output_schema=output,
+    )
+    if timeout_ms is not None:
+        made.resources = {"timeout": timeout_ms}  # type: ignore[attr-defined]
+    return made
 
 
 class EchoIn(BaseModel):
