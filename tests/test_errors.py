@@ -23,6 +23,8 @@ from pydantic import BaseModel
 from apcore_mcp.errors import INTERNAL_ERROR, to_safe_error
 from apcore_mcp.records import build_record
 
+from tests._support.modules import module_of
+
 # -- fixed messages ---------------------------------------------------------------------------------
 
 
@@ -208,22 +210,22 @@ class Out(BaseModel):
     ok: bool
 
 
-class Shape:
-    description = "validates its inputs"
-    input_schema = ShapeIn
-    output_schema = Out
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
+def ok(**_: Any) -> dict[str, bool]:
+    return {"ok": True}
 
 
-class Maybe:
-    description = "optional nested model"
-    input_schema = MaybeIn
-    output_schema = Out
+def leak(**_: Any) -> dict[str, str]:
+    return {"ok": "secret-value"}
 
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
+
+def crash(**_: Any) -> dict[str, Any]:
+    raise RuntimeError("token=abc123 at /srv/secret.py")
+
+
+Shape = module_of(ok, input=ShapeIn, output=Out, description="validates its inputs")
+Maybe = module_of(ok, input=MaybeIn, output=Out, description="optional nested model")
+BadOutput = module_of(leak, input=MaybeIn, output=Out, description="returns output that breaks its own schema")
+Raises = module_of(crash, input=MaybeIn, output=Out, description="raises a raw exception")
 
 
 async def real_message(module: Any, arguments: dict[str, Any]) -> str:
@@ -238,27 +240,27 @@ async def real_message(module: Any, arguments: dict[str, Any]) -> str:
 
 
 async def test_real_missing_field_is_named() -> None:
-    message = await real_message(Shape(), {"b": "x", "inner": {"x": 1}})
+    message = await real_message(Shape, {"b": "x", "inner": {"x": 1}})
     assert message == "Input validation failed:\n- a: Field required (required)"
 
 
 async def test_real_two_missing_fields_are_named() -> None:
-    message = await real_message(Shape(), {"inner": {"x": 1}})
+    message = await real_message(Shape, {"inner": {"x": 1}})
     assert message == "Input validation failed:\n- a: Field required (required)\n- b: Field required (required)"
 
 
 async def test_real_nested_missing_field_is_named() -> None:
-    message = await real_message(Shape(), {"a": 1, "b": "x", "inner": {}})
+    message = await real_message(Shape, {"a": 1, "b": "x", "inner": {}})
     assert message == "Input validation failed:\n- inner.x: Field required (required)"
 
 
 async def test_real_missing_field_inside_list_item_is_named() -> None:
-    message = await real_message(Shape(), {"a": 1, "b": "x", "inner": {"x": 1}, "items": [{"x": 1}, {}]})
+    message = await real_message(Shape, {"a": 1, "b": "x", "inner": {"x": 1}, "items": [{"x": 1}, {}]})
     assert message == "Input validation failed:\n- items.1.x: Field required (required)"
 
 
 async def test_real_type_errors_are_listed() -> None:
-    message = await real_message(Shape(), {"a": "1", "b": 2, "inner": {"x": 1}})
+    message = await real_message(Shape, {"a": "1", "b": 2, "inner": {"x": 1}})
     assert message == (
         "Input validation failed:\n"
         "- a: Input should be a valid integer (type)\n"
@@ -267,26 +269,8 @@ async def test_real_type_errors_are_listed() -> None:
 
 
 async def test_real_missing_field_inside_optional_model_is_named() -> None:
-    message = await real_message(Maybe(), {"inner": {}})
+    message = await real_message(Maybe, {"inner": {}})
     assert message == "Input validation failed:\n- inner.x: Field required (required)"
-
-
-class BadOutput:
-    description = "returns output that breaks its own schema"
-    input_schema = MaybeIn
-    output_schema = Out
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": "secret-value"}
-
-
-class Raises:
-    description = "raises a raw exception"
-    input_schema = MaybeIn
-    output_schema = Out
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        raise RuntimeError("token=abc123 at /srv/secret.py")
 
 
 async def real_failure(module: Any, raised: type[ModuleError], module_id: str = "fail.here") -> ModuleError:
@@ -299,18 +283,18 @@ async def real_failure(module: Any, raised: type[ModuleError], module_id: str = 
 
 
 async def test_real_output_validation_error_is_internal() -> None:
-    safe = to_safe_error(await real_failure(BadOutput(), SchemaValidationError))
+    safe = to_safe_error(await real_failure(BadOutput, SchemaValidationError))
     assert safe.message == "Internal error occurred"
     assert safe.kind == "internal"
 
 
 async def test_real_raw_exception_is_internal() -> None:
-    error = await real_failure(Raises(), ModuleExecuteError)
+    error = await real_failure(Raises, ModuleExecuteError)
     assert isinstance(error, ModuleExecuteError)
     assert "abc123" in str(error)  # apcore embeds the original text...
     assert to_safe_error(error).message == "Internal error occurred"  # ...which never reaches the client
 
 
 async def test_real_unknown_module() -> None:
-    error = await real_failure(Raises(), ModuleNotFoundError, "not.there")
+    error = await real_failure(Raises, ModuleNotFoundError, "not.there")
     assert to_safe_error(error).message == "Module not found: not.there"

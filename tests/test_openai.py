@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
 from apcore_mcp.schema import to_input_schema
 
-from tests._support.modules import Cycle, walk
+from tests._support.modules import Cycle, module_of, walk
 
 # -- modules ------------------------------------------------------------------------------------------
 
@@ -47,40 +47,8 @@ class Out(BaseModel):
     ok: bool
 
 
-class Resize:
-    description = "Resize an image"
-    input_schema = ResizeIn
-    output_schema = Out
-    tags = ["image", "public"]
-    annotations = ModuleAnnotations(readonly=True, idempotent=True)
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
-
-
 class CropIn(BaseModel):
     x: int
-
-
-class Crop:
-    description = "Crop an image"
-    input_schema = CropIn
-    output_schema = Out
-    tags = ["image"]
-    annotations = ModuleAnnotations()
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
-
-
-class Echo:
-    description = "Echo text"
-    input_schema = CropIn
-    output_schema = Out
-    tags = ["public"]
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
 
 
 class OpenIn(BaseModel):
@@ -88,20 +56,28 @@ class OpenIn(BaseModel):
     name: str
 
 
-class Open:
-    description = "Accepts extra keys"
-    input_schema = OpenIn
-    output_schema = Out
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
+def ok(**_: Any) -> dict[str, bool]:
+    return {"ok": True}
 
 
 def make_registry() -> Registry:
     registry = Registry()
-    registry.register("image.resize", Resize())
-    registry.register("image.crop", Crop())
-    registry.register("text.echo", Echo())
+    resize = module_of(
+        ok,
+        input=ResizeIn,
+        output=Out,
+        description="Resize an image",
+        tags=["image", "public"],
+        annotations=ModuleAnnotations(readonly=True, idempotent=True),
+    )
+    registry.register("image.resize", resize)
+    registry.register(
+        "image.crop",
+        module_of(
+            ok, input=CropIn, output=Out, description="Crop an image", tags=["image"], annotations=ModuleAnnotations()
+        ),
+    )
+    registry.register("text.echo", module_of(ok, input=CropIn, output=Out, description="Echo text", tags=["public"]))
     return registry
 
 
@@ -280,7 +256,7 @@ def test_strict_mode_exact_properties() -> None:
 
 def test_strict_mode_warns_when_closing_an_open_object(caplog: pytest.LogCaptureFixture) -> None:
     registry = Registry()
-    registry.register("open.tool", Open())
+    registry.register("open.tool", module_of(ok, input=OpenIn, output=Out, description="Accepts extra keys"))
     with caplog.at_level(logging.WARNING, logger="apcore_mcp"):
         tools = to_openai_tools(registry, strict=True)
     assert tools[0]["function"]["parameters"]["additionalProperties"] is False

@@ -25,7 +25,8 @@ def module_of(
     input: type[BaseModel] | None = None,
     output: type[BaseModel] | None = None,
     description: str | None = None,
-    annotations: dict[str, Any] | None = None,
+    tags: list[str] | None = None,
+    annotations: ModuleAnnotations | None = None,
     timeout_ms: int | None = None,
 ) -> FunctionModule:
     """An apcore module that runs ``fn`` (sync or async) with the call's inputs as keyword arguments.
@@ -38,10 +39,11 @@ def module_of(
         fn,
         module_id=fn.__name__,
         description=description,
-        annotations=annotations,
+        tags=tags,
         input_schema=input,
         output_schema=output,
     )
+    made.annotations = annotations
     if timeout_ms is not None:
         made.resources = {"timeout": timeout_ms}  # type: ignore[attr-defined]
     return made
