@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field, RootModel
 from apcore_mcp.behaviour import to_description_suffix
 from apcore_mcp.records import ToolRecord, build_record
 
+from tests._support.modules import module_of
+
 
 class Point(BaseModel):
     x: int
@@ -31,16 +33,20 @@ class Numbers(RootModel[list[int]]):
     pass
 
 
-class Resize:
-    description = "Resize an image"
-    documentation = "Long docs."
-    input_schema = ResizeIn
-    output_schema = ResizeOut
-    tags = ["image", "public"]
-    annotations = ModuleAnnotations(readonly=True, destructive=True, idempotent=True, open_world=False)
+def ok(**_: Any) -> dict[str, Any]:
+    return {"ok": True}
 
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"ok": True}
+
+def resize() -> Any:
+    return module_of(
+        ok,
+        input=ResizeIn,
+        output=ResizeOut,
+        description="Resize an image",
+        documentation="Long docs.",
+        tags=["image", "public"],
+        annotations=ModuleAnnotations(readonly=True, destructive=True, idempotent=True, open_world=False),
+    )
 
 
 class Plain:
@@ -51,13 +57,8 @@ class Plain:
         return {}
 
 
-class ListOutput:
-    description = "Returns a JSON array"
-    input_schema = ResizeIn
-    output_schema = Numbers
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {}
+def list_output() -> Any:
+    return module_of(ok, input=ResizeIn, output=Numbers, description="Returns a JSON array")
 
 
 class Streamer:
@@ -112,7 +113,7 @@ OUTPUT = {
 
 
 def test_record_fields_from_descriptor() -> None:
-    record = record_for(Resize())
+    record = record_for(resize())
     assert record.name == "image.resize"
     assert record.description == "Resize an image"
     assert record.documentation == "Long docs."
@@ -132,7 +133,7 @@ def test_record_fields_from_descriptor() -> None:
 
 
 def test_mcp_tool_rendering() -> None:
-    assert wire(record_for(Resize())) == {
+    assert wire(record_for(resize())) == {
         "name": "image.resize",
         "description": "Resize an image",
         "inputSchema": INLINED_INPUT,
@@ -148,8 +149,8 @@ def test_mcp_tool_rendering() -> None:
 
 
 def test_no_ref_in_rendered_tool() -> None:
-    assert "$ref" not in str(wire(record_for(Resize())))
-    assert "$defs" not in str(wire(record_for(Resize())))
+    assert "$ref" not in str(wire(record_for(resize())))
+    assert "$defs" not in str(wire(record_for(resize())))
 
 
 def test_module_without_annotations_or_output_schema_gets_mcp_defaults() -> None:
@@ -171,7 +172,7 @@ def test_module_without_annotations_or_output_schema_gets_mcp_defaults() -> None
 
 
 def test_non_object_output_schema_is_not_published() -> None:
-    record = record_for(ListOutput(), "numbers")
+    record = record_for(list_output(), "numbers")
     assert record.output_schema == {}
     assert "outputSchema" not in wire(record)
 
