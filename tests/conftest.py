@@ -8,7 +8,7 @@ registry, once per transport in ``TRANSPORTS``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from mcp import Client
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
+from tests._support.auth import Issuer, mock_jwks
 from tests._support.browser import Browser, launched_browser
 from tests._support.modules import make_executor
 from tests._support.sessions import TRANSPORTS, Connected, Inbox, OpenClient, open_session, running_http, stdio_params
@@ -55,3 +56,11 @@ async def browser() -> AsyncIterator[Browser]:
     """Headless Chromium for the explorer's browser tests."""
     async with launched_browser() as launched:
         yield launched
+
+
+@pytest.fixture
+def issuer() -> Iterator[Issuer]:
+    """A token issuer with fresh keys, its JWKS served through respx for the test."""
+    issuer = Issuer()
+    with mock_jwks(issuer):
+        yield issuer

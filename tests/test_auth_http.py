@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 import respx
 from mcp.shared.auth import ProtectedResourceMetadata
 
@@ -28,7 +27,6 @@ from tests._support.auth import (
     Issuer,
     api_key_entry,
     bearer,
-    mock_jwks,
     role_executor,
 )
 from tests._support.sessions import running_http
@@ -48,13 +46,6 @@ def jwt_settings(**changes: Any) -> Settings:
         "allow_execute": True,
     }
     return Settings(**{**values, **changes})
-
-
-@pytest.fixture
-def issuer() -> Iterator[Issuer]:
-    issuer = Issuer()
-    with mock_jwks(issuer):
-        yield issuer
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -22,19 +22,12 @@ from mcp.shared.exceptions import MCPError
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, mock_jwks, role_executor, sse_session
+from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, role_executor, sse_session
 from tests._support.sessions import TESTS_DIR, running_http, stdio_params
 
 PUBLIC = "https://mcp.example.test"
 MCP, SSE = f"{PUBLIC}/mcp", f"{PUBLIC}/sse"
 MODES = ["legacy", "auto"]
-
-
-@pytest.fixture
-def issuer() -> Iterator[Issuer]:
-    issuer = Issuer()
-    with mock_jwks(issuer):
-        yield issuer
 
 
 @contextlib.asynccontextmanager
