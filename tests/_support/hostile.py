@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from apcore import Registry
+from apcore import Executor, Registry
 from prometheus_client.parser import text_string_to_metric_families
 
 from apcore_mcp.bridge import Bridge
@@ -109,8 +109,8 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float = 20.0)
 
 
 @contextlib.asynccontextmanager
-async def serving(registry: Registry | None = None, **settings: Any) -> AsyncIterator[tuple[str, Bridge]]:
-    """The hostile registry (or ``registry``) served by uvicorn in this event loop."""
+async def serving(registry: Registry | Executor | None = None, **settings: Any) -> AsyncIterator[tuple[str, Bridge]]:
+    """The hostile registry (or ``registry``, or an executor) served by uvicorn in this event loop."""
     bridge = Bridge.build(registry or hostile_registry(), Settings(**settings))
     try:
         async with running_http(bridge) as url:

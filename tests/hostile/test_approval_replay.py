@@ -29,9 +29,8 @@ from apcore_mcp.pipeline import install_pipeline
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
 
-from tests._support.hostile import MODERN_META, modern_headers, sse_payload, wait_until
+from tests._support.hostile import MODERN_META, modern_headers, serving, sse_payload, wait_until
 from tests._support.replicas import RedisServer, new_key, redis_running
-from tests._support.sessions import running_http
 
 YES = {"action": "accept", "content": {"approve": True}}
 NO = {"action": "decline"}
@@ -98,14 +97,11 @@ def runs(marker: Path) -> int:
     return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
-@contextlib.asynccontextmanager
-async def server(source: Registry | Executor | None = None, **settings: Any) -> AsyncIterator[tuple[str, Bridge]]:
-    bridge = Bridge.build(source or replay_registry(), Settings(**settings))
-    try:
-        async with running_http(bridge) as url:
-            yield url, bridge
-    finally:
-        bridge.close()
+def server(
+    source: Registry | Executor | None = None, **settings: Any
+) -> contextlib.AbstractAsyncContextManager[tuple[str, Bridge]]:
+    """The replay registry (or ``source``) served by uvicorn in this event loop."""
+    return serving(source or replay_registry(), **settings)
 
 
 async def call(
