@@ -13,7 +13,7 @@ import pytest
 
 from apcore_mcp.testing import apcore_server, start_server
 
-from tests.conformance_suite import ALPHA, STABLE, Report, run
+from tests._support.conformance import ALPHA, STABLE, Report, run
 
 pytestmark = pytest.mark.conformance
 

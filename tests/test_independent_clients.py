@@ -1,6 +1,6 @@
 """The CLI serving the example registry, checked by a client we did not write: the TypeScript SDK.
 
-``tests/clients/ts-client.mjs`` drives the official ``@modelcontextprotocol/sdk`` over
+``tests/_support/ts-client.mjs`` drives the official ``@modelcontextprotocol/sdk`` over
 Streamable HTTP, legacy SSE and stdio: listing, a structured call, a tool error, progress,
 and approval by elicitation (accepted, declined). The conformance suites are in
 ``test_conformance.py``.

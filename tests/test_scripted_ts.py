@@ -1,4 +1,4 @@
-"""The scripted MCP server driven by the official TypeScript SDK client (tests/clients/ts-client.mjs)
+"""The scripted MCP server driven by the official TypeScript SDK client (tests/_support/ts-client.mjs)
 on stdio, Streamable HTTP and SSE: declarations, content types, turn order per test case, the
 in-band directive mode, errors, progress, elicitation and sampling, and the request record."""
 

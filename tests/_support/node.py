@@ -113,5 +113,5 @@ def run_ts_client(server: RunningServer, *options: str, timeout: float = 60) -> 
     return TsRun(command, done.returncode, report, done.stderr)
 
 
-if __name__ == "__main__":  # install only: python tests/clients/node.py
+if __name__ == "__main__":  # install only: python -m tests._support.node
     print(ensure_sdk(), file=sys.stderr)

