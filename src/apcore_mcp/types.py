@@ -1,34 +1,19 @@
-"""The small Protocols the bridge is typed against.
+"""The types the bridge is typed against.
 
-The catalog reads modules through a ``ModuleSource`` (what an apcore ``Registry`` offers),
-the call path runs them through a ``ModuleInvoker`` (what an apcore ``Executor`` offers).
-Upstream MCP servers and test servers plug in behind the same two shapes.
+``RegistryOrExecutor`` is what every public entry point serves (``serve``, ``BackgroundServer``,
+``create_app``, ``to_openai_tools``); the call path runs modules through a ``ModuleInvoker``
+(what an apcore ``Executor`` offers), which upstream MCP servers and test servers provide too.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-if TYPE_CHECKING:
-    from apcore import Executor, Registry
+from apcore import Executor, Registry
 
-RegistryOrExecutor: TypeAlias = "Registry | Executor"
-
-
-@runtime_checkable
-class ModuleSource(Protocol):
-    """Where tool definitions come from: a module list, descriptors, and change events."""
-
-    def list(
-        self, tags: Sequence[str] | None = None, prefix: str | None = None
-    ) -> list[str]: ...  # pragma: no cover - a Protocol
-
-    def get_definition(self, module_id: str) -> Any: ...  # pragma: no cover
-
-    def on(self, event: str, callback: Callable[[str, Any], None]) -> None: ...  # pragma: no cover
-
-    def off(self, event: str, callback: Callable[[str, Any], None]) -> None: ...  # pragma: no cover
+RegistryOrExecutor: TypeAlias = Registry | Executor
+"""An apcore ``Registry`` (served through our pipeline) or a user's ``Executor`` (used as it is)."""
 
 
 @runtime_checkable

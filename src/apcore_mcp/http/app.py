@@ -44,6 +44,7 @@ from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
 from apcore_mcp.settings import Settings
+from apcore_mcp.types import RegistryOrExecutor
 from apcore_mcp.upstream.serving import readiness, serving_upstreams
 
 if TYPE_CHECKING:
@@ -57,7 +58,10 @@ _MAX_RENDERED = 64  # distinct /openai/tools queries kept per catalog generation
 
 
 def create_app(
-    registry_or_executor: Any = None, settings: Settings | None = None, *, bridge: Bridge | None = None
+    registry_or_executor: RegistryOrExecutor | None = None,
+    settings: Settings | None = None,
+    *,
+    bridge: Bridge | None = None,
 ) -> Starlette:
     """Build the HTTP app for a Registry or Executor (or an already built ``bridge``)."""
     if bridge is None:
