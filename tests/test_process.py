@@ -1,4 +1,4 @@
-"""The CLI and ``serve()`` as processes: arguments, exit codes, stdio hygiene, signals, MCPServer."""
+"""The CLI and ``serve()`` as processes: arguments, exit codes, stdio hygiene, signals, BackgroundServer."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from apcore import Registry
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
-from apcore_mcp import MCPServer, serve
+from apcore_mcp import BackgroundServer, serve
 from apcore_mcp.testing import free_port
 
 from tests._support.modules import EXPECTED_TOOLS, make_executor
@@ -373,7 +373,7 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
 
 
 async def test_mcp_server_in_background_thread() -> None:
-    server = MCPServer(make_executor(), transport="streamable-http", port=0, dynamic=True)
+    server = BackgroundServer(make_executor(), transport="streamable-http", port=0, dynamic=True)
     server.start()
     try:
         assert server.running and server.port != 0
@@ -390,7 +390,7 @@ async def test_mcp_server_in_background_thread() -> None:
 
 async def test_sse_transport_warns_that_it_is_deprecated(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="apcore_mcp")
-    server = MCPServer(make_executor(), transport="SSE", port=0)
+    server = BackgroundServer(make_executor(), transport="SSE", port=0)
     server.start()
     try:
         async with sse_client(f"{server.url}/sse") as (read, write), ClientSession(read, write) as session:
@@ -407,7 +407,7 @@ def test_mcp_server_reports_a_busy_port() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        server = MCPServer(make_executor(), transport="streamable-http", port=busy.getsockname()[1])
+        server = BackgroundServer(make_executor(), transport="streamable-http", port=busy.getsockname()[1])
         with pytest.raises(OSError):
             server.start()
         assert not server.running

@@ -1,14 +1,22 @@
 """apcore-mcp: serve an apcore module registry as MCP tools and OpenAI tool definitions.
 
-Public API: ``serve``, ``MCPServer``, ``create_app``, ``Settings``, ``to_openai_tools``,
+Public API: ``serve``, ``BackgroundServer``, ``create_app``, ``Settings``, ``to_openai_tools``,
 ``normalize_tool_name`` / ``denormalize_tool_name`` / ``openai_names`` and ``from_openai_call``
 (a model's tool call back to a module id and arguments); for module code, ``report_progress``,
 ``elicit``, ``sample``, ``list_roots``, ``request_inputs``, ``log_message`` and the content
 types ``Text``, ``Image``, ``Audio``, ``EmbeddedResource``, ``ResourceLink``; for your own
-Executor, ``MCPApprovalHandler`` and ``install_pipeline``.
+Executor, ``MCPApprovalHandler`` and ``install_pipeline``. The setting keywords of ``serve``
+and ``BackgroundServer`` are typed by ``SettingsOptions``; ``RegistryOrExecutor`` is what they serve.
+
+``__all__`` is the public API, locked by ``tests/test_public_types.py``. ``MCPServer`` is the
+deprecated old name of ``BackgroundServer`` (it clashed with the MCP SDK's ``MCPServer``): it
+still works for one release, with a ``DeprecationWarning``, and is not in ``__all__``.
 """
 
 from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from apcore_mcp._version import __version__
 from apcore_mcp.approval import MCPApprovalHandler
@@ -35,23 +43,27 @@ from apcore_mcp.openai import (
     to_openai_tools,
 )
 from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
-from apcore_mcp.run.background import MCPServer
+from apcore_mcp.run.background import BackgroundServer
 from apcore_mcp.run.serve import serve
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings_options import SettingsOptions
+from apcore_mcp.types import RegistryOrExecutor
 from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
 
 __all__ = [
     "MCP_ELICIT_KEY",
     "MCP_PROGRESS_KEY",
     "Audio",
+    "BackgroundServer",
     "CallContext",
     "EmbeddedResource",
     "Image",
     "JsonSchemaModel",
     "MCPApprovalHandler",
-    "MCPServer",
+    "RegistryOrExecutor",
     "ResourceLink",
     "Settings",
+    "SettingsOptions",
     "Text",
     "__version__",
     "build_executor",
@@ -74,3 +86,23 @@ __all__ = [
     "serve",
     "to_openai_tools",
 ]
+
+if TYPE_CHECKING:
+    from typing_extensions import deprecated
+
+    @deprecated("apcore_mcp.MCPServer is renamed BackgroundServer")
+    class MCPServer(BackgroundServer):
+        """Deprecated: the old name of ``BackgroundServer``."""
+
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "MCPServer":
+            warnings.warn(
+                "apcore_mcp.MCPServer is renamed BackgroundServer (it clashed with the MCP SDK's MCPServer); "
+                "the old name goes in the next release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return BackgroundServer
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,7 +47,7 @@ def default_of(name: str) -> Any:
 
 
 def parameters_table() -> str:
-    """The README's table of ``serve()`` / ``MCPServer`` / ``Settings`` keyword arguments."""
+    """The README's table of ``serve()`` / ``BackgroundServer`` / ``Settings`` keyword arguments."""
     rows = []
     for opt in options():
         default = default_of(opt.name)

@@ -15,6 +15,7 @@ from apcore_mcp.bridge import registry_of
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.schema import to_input_schema
+from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def to_openai_tool(record: ToolRecord, *, embed_annotations: bool = False, stric
 
 
 def to_openai_tools(
-    registry_or_executor: Any,
+    registry_or_executor: RegistryOrExecutor,
     *,
     embed_annotations: bool = False,
     strict: bool = False,

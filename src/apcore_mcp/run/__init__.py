@@ -1,1 +1,1 @@
-"""Running a server: stdio, uvicorn, serve(), MCPServer, graceful shutdown."""
+"""Running a server: stdio, uvicorn, serve(), BackgroundServer, graceful shutdown."""

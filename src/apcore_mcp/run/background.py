@@ -1,11 +1,11 @@
-"""``MCPServer``: ``serve()`` in a background thread, for embedding and for tests."""
+"""``BackgroundServer``: ``serve()`` in a background thread, for embedding and for tests."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 import threading
-from typing import Any
+from typing import Unpack
 
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
@@ -13,24 +13,33 @@ from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.serve import build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import configure_logging, normalize_transport
+from apcore_mcp.settings_options import SettingsOptions
+from apcore_mcp.types import RegistryOrExecutor
 
 
-class MCPServer:
+class BackgroundServer:
     """Run a server on its own thread: ``start()``, ``stop()``, ``wait()``.
 
     Takes the same arguments as ``serve()``. For the HTTP transports, ``start()`` binds the
     port before returning, so a busy port raises ``OSError`` there; ``port=0`` picks a free
-    port, readable as ``.port`` afterwards.
+    port, readable as ``.port`` afterwards. (Named ``MCPServer`` before; that name, which the MCP
+    SDK's own server class has too, is a deprecated alias in ``apcore_mcp`` for one release.)
     """
 
-    def __init__(self, registry_or_executor: Any, *, transport: str = "streamable-http", **options: Any) -> None:
+    def __init__(
+        self,
+        registry_or_executor: RegistryOrExecutor,
+        *,
+        transport: str = "streamable-http",
+        **options: Unpack[SettingsOptions],
+    ) -> None:
         registry_of(registry_or_executor)
         self._source = registry_or_executor
         self.transport = normalize_transport(transport)
         ephemeral = options.get("port") == 0
         if ephemeral:
             options["port"] = 1  # validated as a real port; the socket is bound to 0 in start()
-        self.settings = build_settings(**options)
+        self.settings = build_settings(options)
         self._ephemeral = ephemeral
         self.port = self.settings.port
         self.bridge: Bridge | None = None

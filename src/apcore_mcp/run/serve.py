@@ -4,36 +4,44 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 
 from apcore_mcp.bridge import Bridge, registry_of
+from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
 from apcore_mcp.settings import Settings, configure_logging, normalize_transport
+from apcore_mcp.settings_options import SettingsOptions
+from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)
 
+_LIST_SETTINGS = tuple(opt.name for opt in declared_options() if opt.kind == "list")
 
-def build_settings(**options: Any) -> Settings:
+
+def build_settings(options: SettingsOptions) -> Settings:
     """``Settings`` from ``serve()``'s keyword arguments (lists accepted where tuples are stored).
 
     Raises:
         TypeError: an unknown option.
         ValueError: an invalid value (the SRS messages).
     """
-    for name in ("tags", "allowed_hosts", "allowed_origins"):
-        value = options.get(name)
+    values: dict[str, Any] = dict(options)
+    for name in _LIST_SETTINGS:
+        value = values.get(name)
         if value is not None and not isinstance(value, str):
-            options[name] = tuple(value)
+            values[name] = tuple(value)
     for name in ("allowed_hosts", "allowed_origins"):
-        if options.get(name) is None:
-            options.pop(name, None)
-    return Settings(**options)
+        if name in values and values[name] is None:
+            del values[name]
+    return Settings(**values)
 
 
-def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any) -> None:
+def serve(
+    registry_or_executor: RegistryOrExecutor, *, transport: str = "stdio", **options: Unpack[SettingsOptions]
+) -> None:
     """Serve every module of a Registry (or an Executor's registry) as MCP tools; block until stopped.
 
     ``transport`` is ``"stdio"`` (default), ``"streamable-http"`` (``/mcp``) or ``"sse"``
@@ -41,7 +49,8 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
     ``/health``. ``options`` are ``Settings`` fields: ``host``, ``port``, ``name``,
     ``version``, ``tags``, ``prefix``, ``log_level``, ``dynamic``, ``stateless``,
     ``json_response``, ``allowed_hosts``, ``allowed_origins``, ``shutdown_timeout``,
-    ``metrics``, ``explorer``, ``explorer_prefix``, ``allow_execute``, ``execute_token``.
+    ``metrics``, ``explorer``, ``explorer_prefix``, ``allow_execute``, ``execute_token``
+    and the rest of ``SettingsOptions`` (one key per ``Settings`` field, typed for mypy).
     ``host``/``port`` are ignored for stdio. SIGINT/SIGTERM stop the server gracefully.
 
     Raises:
@@ -51,7 +60,7 @@ def serve(registry_or_executor: Any, *, transport: str = "stdio", **options: Any
     """
     registry_of(registry_or_executor)
     transport = normalize_transport(transport)
-    settings = build_settings(**options)
+    settings = build_settings(options)
     configure_logging(settings.log_level)
     if transport == "stdio":
         bridge = Bridge.build(registry_or_executor, settings)

@@ -1,0 +1,89 @@
+"""``SettingsOptions``: the setting keywords of ``serve()`` and ``BackgroundServer()``, typed.
+
+Generated from the ``Settings`` declarations by ``scripts/update_settings_options.py``; do not
+edit by hand (``tests/test_public_types.py`` fails while this differs from what it writes).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class SettingsOptions(TypedDict, total=False):
+    """Every ``Settings`` field as an optional keyword; list settings also take a ``list[str]``."""
+
+    name: str
+    version: str | None
+    tags: tuple[str, ...] | list[str] | None
+    prefix: str | None
+    host: str
+    port: int
+    allowed_hosts: tuple[str, ...] | list[str]
+    allowed_origins: tuple[str, ...] | list[str]
+    forwarded_allow_ips: tuple[str, ...] | list[str]
+    dynamic: bool
+    stateless: bool
+    json_response: bool
+    resumable: bool
+    sse_retry_ms: int
+    resume_max_bytes: int
+    resume_stream_max_bytes: int
+    approval: str
+    request_state_keys: tuple[str, ...] | list[str]
+    input_timeout: float
+    request_state_ttl: float
+    prompts_dir: str | None
+    metrics: bool
+    explorer: bool
+    explorer_prefix: str
+    allow_execute: bool
+    execute_token: str | None
+    shutdown_timeout: float
+    sync_workers: int
+    timeout_ceiling_ms: int | None
+    max_output_bytes: int
+    max_body_bytes: int
+    header_timeout: float
+    body_timeout: float
+    max_sessions: int
+    max_sessions_per_caller: int
+    session_idle_timeout: float
+    rate_limit: float | None
+    rate_burst: int | None
+    max_concurrent_calls: int | None
+    max_caller_share: float
+    max_header_bytes: int
+    max_json_depth: int
+    max_json_items: int
+    log_level: str | None
+    redis_url: str | None
+    redis_prefix: str
+    broadcast_changes: bool
+    auth: str
+    public_url: str | None
+    auth_issuer: str | None
+    auth_audience: tuple[str, ...] | list[str]
+    auth_jwks_url: str | None
+    auth_jwks_ttl: float
+    auth_jwt_key: str | None
+    auth_jwt_key_file: str | None
+    auth_algorithms: tuple[str, ...] | list[str]
+    auth_scopes: tuple[str, ...] | list[str]
+    auth_route_scopes: tuple[str, ...] | list[str]
+    auth_tool_scopes: tuple[str, ...] | list[str]
+    auth_id_claim: str
+    auth_roles_claim: str
+    auth_api_keys: tuple[str, ...] | list[str]
+    auth_api_keys_file: str | None
+    auth_metrics: bool
+    auth_filter_tools: bool
+    stdio_identity: str | None
+    stdio_identity_type: str
+    stdio_roles: tuple[str, ...] | list[str]
+    mcp_config: str | None
+    upstreams: bool
+    strict_upstreams: bool
+    upstream_log_dir: str | None
+    upstream_max_message_bytes: int
+    tool_mode: str
+    scope: str | None
