@@ -156,6 +156,21 @@ async def test_a_replayed_approval_runs_nothing_and_says_why(tmp_path: Path) -> 
     assert runs(marker) == 1
 
 
+async def test_a_replayed_approval_through_invoke_tool_runs_nothing(tmp_path: Path) -> None:
+    """Search mode meets single use: the target's approval, asked through ``invoke_tool``, is spent once."""
+    marker = tmp_path / "wiped"
+    arguments = {"name": "replay.wipe", "arguments": {"marker": str(marker)}}
+    answers = {"approve-replay-wipe": YES}
+    async with server(tool_mode="search") as (url, _bridge):
+        state = await ask(url, "invoke_tool", arguments)
+        first = await call(url, "invoke_tool", arguments, state=state, answers=answers)
+        assert first["result"]["isError"] is False, first
+        assert runs(marker) == 1
+        replay = await call(url, "invoke_tool", arguments, state=state, answers=answers)
+        assert replay["result"]["isError"] is True and "already used" in replay["result"]["content"][0]["text"]
+    assert runs(marker) == 1
+
+
 async def test_concurrent_replays_run_the_module_once(tmp_path: Path) -> None:
     marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
