@@ -210,3 +210,28 @@ def _version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def open_handshake_session(http: Any, version: str, client: str = "bench") -> dict[str, str]:
+    """``initialize`` + ``notifications/initialized`` over a raw ``httpx.Client``; the session's headers.
+
+    Raises:
+        httpx.HTTPStatusError: the server refused the session (e.g. a session cap).
+    """
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client, "version": "0"}},
+    }
+    response = http.post("/mcp", json=init, headers=MCP_HEADERS)
+    response.raise_for_status()
+    headers = {**MCP_HEADERS, "mcp-protocol-version": version}
+    session = response.headers.get("mcp-session-id")
+    if session:
+        headers["mcp-session-id"] = session
+    http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return headers

@@ -21,12 +21,11 @@ from typing import Any
 
 import httpx
 
-from bench.common import ServerSpec, running_server
+from bench.common import ServerSpec, open_handshake_session, running_server
 from bench.modules import ECHO_ID
 from bench.rows import OURS, Config, row
 
 HANDSHAKE = "2025-11-25"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PAYLOAD = "x" * 100_000
 CALLS_PER_SESSION = 3
 SAMPLE_SECONDS = 3.0
@@ -53,17 +52,8 @@ def slope_per_minute(samples: list[tuple[float, float]]) -> float:
 
 
 def one_session(http: httpx.Client, serial: int) -> int:
-    """Open a session, make a few large calls, close it (or abandon every fourth); the calls answered."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}},
-    }
-    response = http.post("/mcp", json=init, headers=HEADERS)
-    session = response.headers["mcp-session-id"]
-    headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": HANDSHAKE}
-    http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    """Open a session, make a few large calls, close it (or abandon every tenth); the calls answered."""
+    headers = open_handshake_session(http, HANDSHAKE, "soak")
     answered = 0
     for call in range(CALLS_PER_SESSION):
         arguments = {"name": ECHO_ID, "arguments": {"text": PAYLOAD}}
@@ -83,7 +73,7 @@ def drive(port: int, seconds: float, counts: dict[str, int], name: str) -> None:
             serial += 1
             try:
                 counts[name] += one_session(http, serial)
-            except (httpx.HTTPError, KeyError):
+            except httpx.HTTPError:
                 counts[f"{name} failures"] += 1
                 time.sleep(0.1)  # a refused session: do not spin
 

@@ -24,6 +24,7 @@ from bench.common import (
     REPO_ROOT,
     ServerSpec,
     median,
+    open_handshake_session,
     run_json,
     running_server,
     server_specs,
@@ -41,22 +42,8 @@ from bench.upstream import tool_search, upstream_call
 
 def http_list_tools(base_url: str, reps: int) -> dict[str, Any]:
     """tools/list over Streamable HTTP with a raw HTTP client (no client-side model parsing)."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    version = "2025-06-18"
     with httpx.Client(base_url=base_url, timeout=30, follow_redirects=True) as http:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
-        }
-        response = http.post("/mcp", json=init, headers=headers)
-        response.raise_for_status()
-        session = response.headers.get("mcp-session-id")
-        if session:
-            headers["mcp-session-id"] = session
-        headers["mcp-protocol-version"] = version
-        http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        headers = open_handshake_session(http, "2025-06-18")
         times, tools = [], 0
         for i in range(reps + 1):
             started = time.perf_counter()
