@@ -456,6 +456,11 @@ class Settings:
             check(self)
 
     @property
+    def keeps_stream_events(self) -> bool:
+        """Whether streams resume with ``Last-Event-ID``: sessions answering over SSE, with ``resumable`` on."""
+        return self.resumable and not self.stateless and not self.json_response
+
+    @property
     def is_loopback(self) -> bool:
         return is_loopback_host(self.host)
 

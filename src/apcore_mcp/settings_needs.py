@@ -37,11 +37,6 @@ def _jwt(s: Settings) -> bool:
     return s.auth == "jwt"
 
 
-def _resumable(s: Settings) -> bool:
-    # The app keeps stream events only under these three: JSON answers leave nothing to resume.
-    return s.resumable and not s.stateless and not s.json_response
-
-
 def _config(s: Settings) -> bool:
     return s.mcp_config is not None
 
@@ -81,7 +76,7 @@ NEEDS: tuple[Need, ...] = (
     ),
     Need("redis_prefix", "redis_url", "redis_url is not set", lambda s: s.redis_url is not None),
     *(
-        Need(name, "resumable", _RESUMABLE, _resumable)
+        Need(name, "resumable", _RESUMABLE, lambda s: s.keeps_stream_events)
         for name in ("resume_max_bytes", "resume_stream_max_bytes", "sse_retry_ms")
     ),
     Need("explorer_prefix", "explorer", "explorer is off", lambda s: s.explorer),

@@ -76,7 +76,7 @@ def create_app(
     # Streams resume with Last-Event-ID only in sessions and as SSE; each session's events are its own.
     resume_store = (
         ResumeStore(max_bytes=settings.resume_max_bytes, stream_max_bytes=settings.resume_stream_max_bytes)
-        if settings.resumable and not settings.stateless and not settings.json_response
+        if settings.keeps_stream_events
         else None
     )
     manager = SessionManager(
