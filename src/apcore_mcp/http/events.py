@@ -127,7 +127,7 @@ class ResumeStore:
         stream.size -= event.size
         stream.owner.held_bytes -= event.size
         self.held_bytes -= event.size
-        stream.dropped_through = event.seq
+        stream.dropped_through = max(stream.dropped_through, event.seq)  # a skipped event may stand later
         if not stream.events:
             self.held_bytes -= STREAM_OVERHEAD
             stream.owner.forget(stream)
