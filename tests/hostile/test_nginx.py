@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests._support.hostile import nginx_in_front, server_process
+from tests._support.slow_client import trickle
 
 pytestmark = [pytest.mark.nginx, pytest.mark.slow]
-
-
-async def silent_after(url: str, head: bytes, *, every: float | None = None, limit: float = 20) -> tuple[bytes, float]:
-    """Send ``head``, then one byte every ``every`` seconds (or nothing); what came back, and when the peer closed."""
-    host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    started = time.monotonic()
-    writer.write(head)
-    answer = b""
-    try:
-        while time.monotonic() - started < limit:
-            try:
-                chunk = await asyncio.wait_for(reader.read(4096), every or limit)
-            except TimeoutError:
-                writer.write(b"x")
-                continue
-            except ConnectionError:
-                break
-            if not chunk:
-                break
-            answer += chunk
-    finally:
-        writer.close()
-    return answer, time.monotonic() - started
 
 
 async def test_nginx_cuts_slow_headers_and_pausing_bodies_and_the_service_cuts_trickling_ones(tmp_path: Path) -> None:
@@ -43,10 +18,10 @@ async def test_nginx_cuts_slow_headers_and_pausing_bodies_and_the_service_cuts_t
         server_process("body_timeout=2", "explorer=true", "allow_execute=true", log=tmp_path / "server.log") as (_, up),
         nginx_in_front(up, tmp_path, client_header_timeout="1s", client_body_timeout="1s") as url,
     ):
-        _, headers_cut = await silent_after(url, b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+        _, headers_cut = await trickle(url, b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
         post = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
-        _, pause_cut = await silent_after(url, post + b"{")
-        trickled, trickle_cut = await silent_after(url, post + b"{", every=0.3)  # never pauses 1 s: nginx waits
+        _, pause_cut = await trickle(url, post + b"{")
+        trickled, trickle_cut = await trickle(url, post + b"{", b"x" * 100, every=0.3)  # never pauses 1 s: nginx waits
         assert 0.9 < headers_cut < 5 and 0.9 < pause_cut < 5  # before: never cut off
         assert trickled.startswith(b"HTTP/1.1 408 ") and 1.9 < trickle_cut < 8  # the service's total deadline
         async with httpx.AsyncClient() as http:

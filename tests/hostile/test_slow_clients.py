@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import resource
 import statistics
 import time
@@ -13,30 +12,9 @@ import httpx
 import pytest
 
 from tests._support.hostile import error_lines, metric, metrics_text, server_process, serving
+from tests._support.slow_client import trickle
 
 SLOW_SOCKETS = 1_100
-
-
-async def trickle(url: str, head: bytes, tail: bytes, every: float) -> tuple[bytes, float]:
-    """Send ``head`` at once, then ``tail`` one byte every ``every`` seconds; the server's answer and when."""
-    host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    started = time.monotonic()
-    writer.write(head)
-    answer = b""
-    try:
-        for byte in tail:
-            try:
-                answer = await asyncio.wait_for(reader.read(4096), every)
-            except TimeoutError:
-                writer.write(bytes([byte]))
-                with contextlib.suppress(ConnectionError):
-                    await writer.drain()
-                continue
-            break
-    finally:
-        writer.close()
-    return answer, time.monotonic() - started
 
 
 async def test_a_body_trickling_in_is_answered_408_at_the_deadline() -> None:
