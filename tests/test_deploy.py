@@ -28,8 +28,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from mcp import Client, ClientSession
-from mcp.client.sse import sse_client
+from mcp import Client
 
 from apcore_mcp.testing import free_port
 
@@ -49,7 +48,7 @@ from tests._support.deploy import (
     running,
 )
 from tests._support.processes import wait_ok
-from tests._support.sessions import Inbox
+from tests._support.sessions import Inbox, open_session
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = REPO / "docker-compose.yml"
@@ -445,44 +444,22 @@ def test_nginx_forwards_host_to_the_allow_list(proxied: Proxied) -> None:
 
 
 @pytest.mark.nginx
-async def test_streamable_http_through_nginx_with_live_list_changed(proxied: Proxied) -> None:
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_live_list_changed_through_nginx(proxied: Proxied, transport: str) -> None:
     inbox = Inbox()
-    async with Client(f"{proxied.url}/mcp", mode="legacy", message_handler=inbox.handler, cache=None) as client:
+    added = f"util.added_{transport}"
+    async with open_session(transport, proxied.url, inbox) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert {"util.echo", "util.add"} <= names
         assert tool_result(await client.call_tool("util.echo", {"text": "hi"})) == ({"echo": "hi"}, False)
 
-        assert tool_result(await client.call_tool("util.add", {"name": "util.added"})) == (
-            {"added": "util.added"}, False,
-        )  # fmt: skip
+        assert tool_result(await client.call_tool("util.add", {"name": added})) == ({"added": added}, False)
         returned = time.monotonic()
         arrived = await inbox.wait_for("notifications/tools/list_changed")
         assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert "util.added" in names
-        assert tool_result(await client.call_tool("util.added", {"text": "new"})) == ({"echo": "new"}, False)
-
-
-@pytest.mark.nginx
-async def test_sse_through_nginx_with_live_list_changed(proxied: Proxied) -> None:
-    inbox = Inbox()
-    async with (
-        sse_client(f"{proxied.url}/sse") as (read, write),
-        ClientSession(read, write, message_handler=inbox.handler) as session,
-    ):
-        await session.initialize()
-        names = {tool.name for tool in (await session.list_tools()).tools}
-        assert {"util.echo", "util.add"} <= names
-        assert tool_result(await session.call_tool("util.echo", {"text": "hi"})) == ({"echo": "hi"}, False)
-
-        assert tool_result(await session.call_tool("util.add", {"name": "util.added_sse"})) == (
-            {"added": "util.added_sse"}, False,
-        )  # fmt: skip
-        returned = time.monotonic()
-        arrived = await inbox.wait_for("notifications/tools/list_changed")
-        assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
-        names = {tool.name for tool in (await session.list_tools()).tools}
-        assert "util.added_sse" in names
+        assert added in names
+        assert tool_result(await client.call_tool(added, {"text": "new"})) == ({"echo": "new"}, False)
 
 
 def test_the_version_is_written_once() -> None:
