@@ -62,24 +62,22 @@ async def test_a_module_that_ignores_cancellation_still_times_out(served: tuple[
     assert module.cancelled == 1
 
 
-async def test_a_sync_module_sees_its_token_on_timeout(served: tuple[Registry, Executor]) -> None:
+@pytest.mark.parametrize(
+    ("timeout_ms", "error"),
+    [(50, ModuleTimeoutError), (None, asyncio.CancelledError)],
+    ids=["on_timeout", "when_the_caller_is_cancelled"],
+)
+async def test_a_sync_module_sees_its_token(
+    served: tuple[Registry, Executor], timeout_ms: int | None, error: type[BaseException]
+) -> None:
     registry, executor = served
-    module = with_timeout(SyncWaiter(), 50)
-    registry.register("c.sync", module)
-    with pytest.raises(ModuleTimeoutError):
-        await executor.call_async("c.sync", {}, Context.create())
-    await wait_thread_event(module.returned_event)
-    assert module.saw_token == [True]
-
-
-async def test_a_sync_module_sees_its_token_when_the_caller_is_cancelled(served: tuple[Registry, Executor]) -> None:
-    registry, executor = served
-    module = SyncWaiter()
+    module = SyncWaiter() if timeout_ms is None else with_timeout(SyncWaiter(), timeout_ms)
     registry.register("c.sync", module)
     call = asyncio.create_task(executor.call_async("c.sync", {}, Context.create()))
     await wait_thread_event(module.started_event)
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    if timeout_ms is None:
+        call.cancel()
+    with pytest.raises(error):
         await call
     await wait_thread_event(module.returned_event)
     assert module.saw_token == [True]
