@@ -34,6 +34,7 @@ from tests._support.replicas import RedisServer, new_key, redis_running
 
 YES = {"action": "accept", "content": {"approve": True}}
 NO = {"action": "decline"}
+APPROVE = {"approve-replay-wipe": YES}  # the answer approving replay.wipe
 ELICITING_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 INVALID_PARAMS = -32602
 
@@ -43,46 +44,56 @@ class WipeIn(BaseModel):
     fail: bool = False
 
 
-class Wipe:
-    """Destructive and approval-gated: one line in ``marker`` per run (then fails if told to)."""
+class Gated:
+    """What the three modules share: destructive, approval-gated, one line in ``marker`` per run."""
 
-    description = "Wipe a target"
     input_schema = WipeIn
     annotations = ModuleAnnotations(destructive=True, requires_approval=True)
 
+    @staticmethod
+    def mark_run(marker: str) -> None:
+        with open(marker, "a") as file:
+            file.write("ran\n")
+
+
+class Wipe(Gated):
+    """Runs (then fails if told to)."""
+
+    description = "Wipe a target"
+
     def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        with open(inputs["marker"], "a") as marker:
-            marker.write("ran\n")
+        self.mark_run(inputs["marker"])
         if inputs.get("fail"):
             raise RuntimeError("wiped, then failed")
         return {"wiped": True}
 
 
-class WipeWithReason:
-    """Approval-gated, then asks why (a second round) before its side effect."""
+class WipeWithReason(Gated):
+    """Asks why (a second round) after the approval, before its side effect."""
 
     description = "Wipe a target, giving a reason"
-    input_schema = WipeIn
-    annotations = ModuleAnnotations(destructive=True, requires_approval=True)
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         schema = {"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]}
         if await elicit(context, "Why?", schema, key="reason") is None:
             return {"wiped": False}
-        with open(inputs["marker"], "a") as marker:
-            marker.write("ran\n")
+        self.mark_run(inputs["marker"])
         return {"wiped": True}
 
 
-class WipeThroughOther:
-    """Approval-gated, and calls the approval-gated ``replay.wipe``: two approvals in one call."""
+class WipeThroughOther(Gated):
+    """Calls the approval-gated ``replay.wipe``: two approvals in one call."""
 
     description = "Wipe a target through replay.wipe"
-    input_schema = WipeIn
-    annotations = ModuleAnnotations(destructive=True, requires_approval=True)
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         return dict(await context.executor.call_async("replay.wipe", {"marker": inputs["marker"]}, context))
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    """The file the wipe modules write one line to per run."""
+    return tmp_path / "wiped"
 
 
 def replay_registry() -> Registry:
@@ -143,91 +154,81 @@ def refused(response: dict[str, Any], why: str) -> None:
 # -- one server ------------------------------------------------------------------------------
 
 
-async def test_a_replayed_approval_runs_nothing_and_says_why(tmp_path: Path) -> None:
-    marker = tmp_path / "wiped"
+async def test_a_replayed_approval_runs_nothing_and_says_why(marker: Path) -> None:
     arguments = {"marker": str(marker)}
     async with server() as (url, _bridge):
         state = await ask(url, "replay.wipe", arguments)
-        ran(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES}))
+        ran(await call(url, "replay.wipe", arguments, state=state, answers=APPROVE))
         assert runs(marker) == 1
         for _ in range(2):
-            replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+            replay = await call(url, "replay.wipe", arguments, state=state, answers=APPROVE)
             refused(replay, "already used")
     assert runs(marker) == 1
 
 
-async def test_a_replayed_approval_through_invoke_tool_runs_nothing(tmp_path: Path) -> None:
+async def test_a_replayed_approval_through_invoke_tool_runs_nothing(marker: Path) -> None:
     """Search mode meets single use: the target's approval, asked through ``invoke_tool``, is spent once."""
-    marker = tmp_path / "wiped"
     arguments = {"name": "replay.wipe", "arguments": {"marker": str(marker)}}
-    answers = {"approve-replay-wipe": YES}
     async with server(tool_mode="search") as (url, _bridge):
         state = await ask(url, "invoke_tool", arguments)
-        first = await call(url, "invoke_tool", arguments, state=state, answers=answers)
+        first = await call(url, "invoke_tool", arguments, state=state, answers=APPROVE)
         assert first["result"]["isError"] is False, first
         assert runs(marker) == 1
-        replay = await call(url, "invoke_tool", arguments, state=state, answers=answers)
+        replay = await call(url, "invoke_tool", arguments, state=state, answers=APPROVE)
         assert replay["result"]["isError"] is True and "already used" in replay["result"]["content"][0]["text"]
     assert runs(marker) == 1
 
 
-async def test_concurrent_replays_run_the_module_once(tmp_path: Path) -> None:
-    marker = tmp_path / "wiped"
+async def test_concurrent_replays_run_the_module_once(marker: Path) -> None:
     arguments = {"marker": str(marker)}
     async with server() as (url, _bridge):
         state = await ask(url, "replay.wipe", arguments)
-        answers = {"approve-replay-wipe": YES}
         responses = await asyncio.gather(
-            *(call(url, "replay.wipe", arguments, state=state, answers=answers) for _ in range(6))
+            *(call(url, "replay.wipe", arguments, state=state, answers=APPROVE) for _ in range(6))
         )
     outcomes = sorted(response["result"]["isError"] for response in responses)
     assert outcomes == [False] + [True] * 5, responses
     assert runs(marker) == 1
 
 
-async def test_a_declined_answer_spends_nothing(tmp_path: Path) -> None:
+async def test_a_declined_answer_spends_nothing(marker: Path) -> None:
     """A "no" leaves the state unused: the same round can still be answered "yes", once."""
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
     async with server() as (url, _bridge):
         state = await ask(url, "replay.wipe", arguments)
         refused(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": NO}), "declined")
         assert runs(marker) == 0
-        ran(await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES}))
-        replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        ran(await call(url, "replay.wipe", arguments, state=state, answers=APPROVE))
+        replay = await call(url, "replay.wipe", arguments, state=state, answers=APPROVE)
         refused(replay, "already used")
     assert runs(marker) == 1
 
 
-async def test_an_approval_whose_module_failed_is_still_used(tmp_path: Path) -> None:
-    marker = tmp_path / "wiped"
+async def test_an_approval_whose_module_failed_is_still_used(marker: Path) -> None:
     arguments = {"marker": str(marker), "fail": True}
     async with server() as (url, _bridge):
         state = await ask(url, "replay.wipe", arguments)
-        failed = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        failed = await call(url, "replay.wipe", arguments, state=state, answers=APPROVE)
         assert failed["result"]["isError"] is True and "Not run" not in failed["result"]["content"][0]["text"]
-        replay = await call(url, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        replay = await call(url, "replay.wipe", arguments, state=state, answers=APPROVE)
         refused(replay, "already used")
     assert runs(marker) == 1
 
 
-async def test_calls_with_the_same_arguments_are_each_approved_once(tmp_path: Path) -> None:
+async def test_calls_with_the_same_arguments_are_each_approved_once(marker: Path) -> None:
     """Two rounds asking the same thing are two states: using one leaves the other usable."""
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
-    answers = {"approve-replay-wipe": YES}
     async with server() as (url, _bridge):
         first, second = await ask(url, "replay.wipe", arguments), await ask(url, "replay.wipe", arguments)
-        ran(await call(url, "replay.wipe", arguments, state=first, answers=answers))
-        ran(await call(url, "replay.wipe", arguments, state=second, answers=answers))
+        ran(await call(url, "replay.wipe", arguments, state=first, answers=APPROVE))
+        ran(await call(url, "replay.wipe", arguments, state=second, answers=APPROVE))
         for state in (first, second):
-            refused(await call(url, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            refused(await call(url, "replay.wipe", arguments, state=state, answers=APPROVE), "already used")
     assert runs(marker) == 2
 
 
-async def test_every_round_after_the_approval_is_single_use_too(tmp_path: Path) -> None:
+async def test_every_round_after_the_approval_is_single_use_too(marker: Path) -> None:
     """The "yes" travels on in the next round's state: that state approves once, as the first did."""
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
     name, approve = "replay.wipe_with_reason", {"approve-replay-wipe_with_reason": YES}
     reason = {"reason": {"action": "accept", "content": {"why": "disk full"}}}
@@ -241,53 +242,47 @@ async def test_every_round_after_the_approval_is_single_use_too(tmp_path: Path) 
     assert runs(marker) == 1
 
 
-async def test_two_approvals_in_one_call_spend_its_state_once(tmp_path: Path) -> None:
+async def test_two_approvals_in_one_call_spend_its_state_once(marker: Path) -> None:
     """A gated module calling another: both approvals rest on one retry, which may run once."""
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
     name = "replay.wipe_through_other"
     async with server() as (url, _bridge):
         first = await ask(url, name, arguments)
         second = await ask(url, name, arguments, state=first, answers={"approve-replay-wipe_through_other": YES})
-        inner = {"approve-replay-wipe": YES}
-        ran(await call(url, name, arguments, state=second, answers=inner))
+        ran(await call(url, name, arguments, state=second, answers=APPROVE))
         assert runs(marker) == 1
-        refused(await call(url, name, arguments, state=second, answers=inner), "already used")
+        refused(await call(url, name, arguments, state=second, answers=APPROVE), "already used")
     assert runs(marker) == 1
 
 
-async def test_the_record_expires_with_the_state(tmp_path: Path) -> None:
+async def test_the_record_expires_with_the_state(marker: Path) -> None:
     """Entries live as long as a state may be sent; after that the seal itself refuses the replay."""
     from apcore_mcp.used_approvals import MemoryUsedApprovals
 
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
-    answers = {"approve-replay-wipe": YES}
     record = MemoryUsedApprovals()
     executor = install_pipeline(Executor(replay_registry(), approval_handler=MCPApprovalHandler(used=record)))
     async with server(executor, request_state_ttl=2.0) as (url, _bridge):
         state = await ask(url, "replay.wipe", arguments)
-        ran(await call(url, "replay.wipe", arguments, state=state, answers=answers))
-        refused(await call(url, "replay.wipe", arguments, state=state, answers=answers), "already used")
+        ran(await call(url, "replay.wipe", arguments, state=state, answers=APPROVE))
+        refused(await call(url, "replay.wipe", arguments, state=state, answers=APPROVE), "already used")
         assert len(record) == 1
         await wait_until(lambda: len(record) == 0, "the used-approval entry expired", timeout=10)
-        expired = await call(url, "replay.wipe", arguments, state=state, answers=answers)
+        expired = await call(url, "replay.wipe", arguments, state=state, answers=APPROVE)
     assert expired["error"]["code"] == INVALID_PARAMS, expired
     assert runs(marker) == 1
 
 
-async def test_a_full_record_refuses_approvals(tmp_path: Path) -> None:
+async def test_a_full_record_refuses_approvals(marker: Path) -> None:
     """Forgetting a used state early would reopen its replay: a full record fails closed instead."""
     from apcore_mcp.used_approvals import MemoryUsedApprovals
 
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
-    answers = {"approve-replay-wipe": YES}
     handler = MCPApprovalHandler(used=MemoryUsedApprovals(max_entries=1))
     async with server(install_pipeline(Executor(replay_registry(), approval_handler=handler))) as (url, _bridge):
         first, second = await ask(url, "replay.wipe", arguments), await ask(url, "replay.wipe", arguments)
-        ran(await call(url, "replay.wipe", arguments, state=first, answers=answers))
-        refused(await call(url, "replay.wipe", arguments, state=second, answers=answers), "cannot record")
+        ran(await call(url, "replay.wipe", arguments, state=first, answers=APPROVE))
+        refused(await call(url, "replay.wipe", arguments, state=second, answers=APPROVE), "cannot record")
     assert runs(marker) == 1
 
 
@@ -302,66 +297,60 @@ async def replicas(redis_url: str, **settings: Any) -> AsyncIterator[tuple[str, 
         yield a, b
 
 
-async def test_a_replay_on_another_replica_is_refused(tmp_path: Path) -> None:
-    marker = tmp_path / "wiped"
+async def test_a_replay_on_another_replica_is_refused(tmp_path: Path, marker: Path) -> None:
     arguments = {"marker": str(marker)}
-    answers = {"approve-replay-wipe": YES}
     with redis_running(tmp_path / "redis") as redis_server:
         async with replicas(redis_server.url) as (a, b):
             state = await ask(a, "replay.wipe", arguments)
-            ran(await call(b, "replay.wipe", arguments, state=state, answers=answers))
-            refused(await call(a, "replay.wipe", arguments, state=state, answers=answers), "already used")
-            refused(await call(b, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            ran(await call(b, "replay.wipe", arguments, state=state, answers=APPROVE))
+            refused(await call(a, "replay.wipe", arguments, state=state, answers=APPROVE), "already used")
+            refused(await call(b, "replay.wipe", arguments, state=state, answers=APPROVE), "already used")
             # The same retry reaching both replicas at once: one of them runs it.
             state = await ask(b, "replay.wipe", arguments)
             both = await asyncio.gather(
-                *(call(url, "replay.wipe", arguments, state=state, answers=answers) for url in (a, b, a, b))
+                *(call(url, "replay.wipe", arguments, state=state, answers=APPROVE) for url in (a, b, a, b))
             )
     assert sorted(response["result"]["isError"] for response in both) == [False, True, True, True], both
     assert runs(marker) == 2
 
 
-async def test_the_shared_record_expires_with_the_state(tmp_path: Path) -> None:
-    marker = tmp_path / "wiped"
+async def test_the_shared_record_expires_with_the_state(tmp_path: Path, marker: Path) -> None:
     arguments = {"marker": str(marker)}
-    answers = {"approve-replay-wipe": YES}
     with redis_running(tmp_path / "redis") as redis_server:
         store = redis.Redis.from_url(redis_server.url)
         async with replicas(redis_server.url, request_state_ttl=2.0, redis_prefix="replay:") as (a, b):
             state = await ask(a, "replay.wipe", arguments)
-            ran(await call(b, "replay.wipe", arguments, state=state, answers=answers))
+            ran(await call(b, "replay.wipe", arguments, state=state, answers=APPROVE))
             [key] = store.keys("replay:approval:*")
             assert 0 < store.pttl(key) <= 2000
-            refused(await call(a, "replay.wipe", arguments, state=state, answers=answers), "already used")
+            refused(await call(a, "replay.wipe", arguments, state=state, answers=APPROVE), "already used")
             await wait_until(lambda: not store.exists(key), "the shared entry expired", timeout=10)
-            expired = await call(a, "replay.wipe", arguments, state=state, answers=answers)
+            expired = await call(a, "replay.wipe", arguments, state=state, answers=APPROVE)
         store.close()
     assert expired["error"]["code"] == INVALID_PARAMS, expired
     assert runs(marker) == 1
 
 
-async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path) -> None:
+async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path, marker: Path) -> None:
     """Without the shared record a replay could not be seen: approvals are refused, with a reason.
 
     A "no" consumes nothing, so it needs no record: it is answered as ever, Redis untouched.
     Redis back: approvals are granted again and the degradation clears.
     """
-    marker = tmp_path / "wiped"
     arguments = {"marker": str(marker)}
     (tmp_path / "redis").mkdir()
     redis_server = RedisServer(free_port(), tmp_path / "redis")  # not started yet: nothing listens there
 
     async def approved_once_more() -> bool:
         state = await ask(a, "replay.wipe", arguments)
-        response = await call(b, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": YES})
+        response = await call(b, "replay.wipe", arguments, state=state, answers=APPROVE)
         return response["result"]["isError"] is False
 
     async with replicas(redis_server.url) as (a, b), httpx.AsyncClient() as http:
         state = await ask(a, "replay.wipe", arguments)
         refused(await call(b, "replay.wipe", arguments, state=state, answers={"approve-replay-wipe": NO}), "declined")
         assert "degraded" not in (await http.get(f"{b}/ready")).json()
-        yes = {"approve-replay-wipe": YES}
-        refused(await call(b, "replay.wipe", arguments, state=state, answers=yes), "cannot record")
+        refused(await call(b, "replay.wipe", arguments, state=state, answers=APPROVE), "cannot record")
         assert "approvals" in (await http.get(f"{b}/ready")).json()["degraded"]["redis"]
         assert runs(marker) == 0
         try:
