@@ -19,8 +19,8 @@ from apcore_mcp.settings import Settings, normalize_transport
         ({"name": ""}, "name must not be empty"),
         ({"name": "n" * 256}, "name must not exceed 255 characters"),
         ({"version": ""}, "version must not be empty"),
-        ({"tags": [""]}, "Tag values must not be empty"),
-        ({"tags": ["public", ""]}, "Tag values must not be empty"),
+        ({"tags": ("",)}, "Tag values must not be empty"),
+        ({"tags": ("public", "")}, "Tag values must not be empty"),
         ({"prefix": ""}, "prefix must not be empty"),
         ({"host": ""}, "Host must not be empty"),
         ({"host": "   "}, "Host must not be empty"),
@@ -56,7 +56,7 @@ def test_name_of_255_characters_accepted() -> None:
 
 
 def test_valid_values_are_kept() -> None:
-    settings = Settings(name="my-tools", version="2.0.0", tags=["public", "stable"], prefix="api.")
+    settings = Settings(name="my-tools", version="2.0.0", tags=("public", "stable"), prefix="api.")
     assert settings.name == "my-tools"
     assert settings.version == "2.0.0"
     assert settings.server_version() == "2.0.0"
@@ -133,15 +133,12 @@ def test_wildcard_bind_still_rejects_unknown_hosts() -> None:
 
 def test_allowed_hosts_entries() -> None:
     policy = HostPolicy.for_settings(
-        Settings(host="0.0.0.0", allowed_hosts=["api.example.com", "tools.example.com:8443"])
+        Settings(host="0.0.0.0", allowed_hosts=("api.example.com", "tools.example.com:8443"))
     )
-    assert policy.host_allowed("api.example.com") is True
-    assert policy.host_allowed("api.example.com:8000") is True
-    assert policy.host_allowed("api.example.com:1") is True
-    assert policy.host_allowed("tools.example.com:8443") is True
-    assert policy.host_allowed("tools.example.com:8000") is False
-    assert policy.host_allowed("tools.example.com") is False
-    assert policy.host_allowed("evil.com") is False
+    allowed = ["api.example.com", "api.example.com:8000", "api.example.com:1", "tools.example.com:8443"]
+    refused = ["tools.example.com:8000", "tools.example.com", "evil.com"]
+    expected = {**dict.fromkeys(allowed, True), **dict.fromkeys(refused, False)}
+    assert {host: policy.host_allowed(host) for host in expected} == expected
 
 
 def test_specific_bound_host_is_allowed() -> None:
@@ -171,11 +168,9 @@ def test_foreign_origins_rejected(origin: str) -> None:
 
 def test_allowed_origins_entries_accepted() -> None:
     policy = HostPolicy.for_settings(
-        Settings(host="0.0.0.0", allowed_origins=["https://app.example.com", "http://dev.example.com:*"])
+        Settings(host="0.0.0.0", allowed_origins=("https://app.example.com", "http://dev.example.com:*"))
     )
-    assert policy.origin_allowed("https://app.example.com") is True
-    assert policy.origin_allowed("https://APP.example.com/") is True
-    assert policy.origin_allowed("http://dev.example.com:5173") is True
-    assert policy.origin_allowed("http://app.example.com") is False
-    assert policy.origin_allowed("https://evil.com") is False
-    assert policy.origin_allowed("null") is False
+    allowed = ["https://app.example.com", "https://APP.example.com/", "http://dev.example.com:5173"]
+    refused = ["http://app.example.com", "https://evil.com", "null"]
+    expected = {**dict.fromkeys(allowed, True), **dict.fromkeys(refused, False)}
+    assert {origin: policy.origin_allowed(origin) for origin in expected} == expected
