@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from apcore import Context
 
 from apcore_mcp.authorization import Authorization
 from apcore_mcp.catalog import ToolCatalog
@@ -69,7 +70,7 @@ class CallOutcome:
     error: SafeError | None = None
     input_required: InputRequired | None = None
     missing_capability: ClientCapabilityMissing | None = None
-    value: Any = None
+    value: object = None
     """The raw module output, for edges that render it themselves (``read_module``)."""
     carried: dict[str, Any] | None = None
     """A whole MCP tool result the module produced (an upstream tool's), passed on as it is."""
@@ -225,13 +226,15 @@ class CallRouter:
             self._in_flight -= 1
         return CallOutcome(tool=record.name, value=output)
 
-    async def _run(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> Any:
+    async def _run(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> dict[str, Any]:
         context = call.to_apcore()
         if record.streaming and call.peer is not None and call.meta.get("progressToken") is not None:
             return await self._stream(record, arguments, context, call)
         return await self.executor.call_async(record.name, arguments, context)
 
-    async def _stream(self, record: ToolRecord, arguments: dict[str, Any], context: Any, call: CallContext) -> Any:
+    async def _stream(
+        self, record: ToolRecord, arguments: dict[str, Any], context: Context, call: CallContext
+    ) -> dict[str, Any]:
         """FR-STREAM-001: each chunk is progress 1, 2, 3... (message = the chunk as JSON); returns the last output.
 
         The result is the Executor's own accumulation (deep-merged chunks), validated after
@@ -246,7 +249,7 @@ class CallRouter:
         return merged
 
 
-async def finish_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None) -> CallOutcome:
+async def finish_outcome(record: ToolRecord, output: object, max_output_bytes: int | None) -> CallOutcome:
     """``success_outcome``, refusing a surely too large output first, and off the event loop when large."""
     try:
         cheap = precheck_size(output, max_output_bytes)
@@ -258,7 +261,7 @@ async def finish_outcome(record: ToolRecord, output: Any, max_output_bytes: int 
     return await anyio.to_thread.run_sync(success_outcome, record, output, max_output_bytes)
 
 
-def success_outcome(record: ToolRecord, output: Any, max_output_bytes: int | None = None) -> CallOutcome:
+def success_outcome(record: ToolRecord, output: object, max_output_bytes: int | None = None) -> CallOutcome:
     """The outcome of a call of ``record`` that returned ``output``: rendered, or the result it carries."""
     try:
         carried = carried_result(output)
@@ -280,7 +283,7 @@ def output_error(record: ToolRecord, exc: OutputError) -> CallOutcome:
     return CallOutcome(tool=record.name, error=SafeError("output", message[:1].upper() + message[1:]))
 
 
-def carried_result(output: Any) -> dict[str, Any] | None:
+def carried_result(output: object) -> dict[str, Any] | None:
     """The MCP tool result an output carries under ``MCP_RESULT_KEY`` (wire JSON text or dict), else ``None``.
 
     Raises:
@@ -308,7 +311,7 @@ def wire_result(outcome: CallOutcome) -> dict[str, Any]:
     return result
 
 
-def _merge(target: dict[str, Any], chunk: Any) -> None:
+def _merge(target: dict[str, Any], chunk: object) -> None:
     """Deep-merge a stream chunk into the accumulated output (objects merge, anything else replaces)."""
     if not isinstance(chunk, dict):
         return

@@ -27,6 +27,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from apcore_mcp.types import JSONValue
+
 MCP_RESULT_KEY = "_mcp_result"
 """An output holding a whole MCP tool result under this key (an upstream tool's) is passed on as it is."""
 CONTENT_MARK = "x-mcp-content"
@@ -155,7 +157,7 @@ def output_layout(output_schema: dict[str, Any]) -> OutputLayout:
     return OutputLayout(content, schema)
 
 
-def _is_content(prop: Any) -> bool:
+def _is_content(prop: object) -> bool:
     if not isinstance(prop, dict):
         return False
     if CONTENT_MARK in prop:
@@ -184,19 +186,20 @@ class RenderedOutput:
     """The structured part as JSON text ("" when the output is only content blocks)."""
 
 
-def to_json_value(value: Any) -> Any:
+def to_json_value(value: object) -> JSONValue:
     """Plain JSON data: ISO 8601 dates, UUIDs and paths as strings, models by alias, NaN/inf as null.
 
     Raises:
         OutputError: a value of a type with no JSON form (never sent as its ``repr``).
     """
     try:
-        return to_jsonable_python(value, by_alias=True, inf_nan_mode="null", serialize_unknown=False)
+        plain: JSONValue = to_jsonable_python(value, by_alias=True, inf_nan_mode="null", serialize_unknown=False)
     except (PydanticSerializationError, ValueError, RecursionError) as exc:
         raise OutputError(f"output is not JSON-serializable: {type(exc).__name__}") from None
+    return plain
 
 
-def dump_json(value: Any, max_bytes: int | None = None) -> str:
+def dump_json(value: object, max_bytes: int | None = None) -> str:
     """Compact JSON text of plain data; lone surrogates become U+FFFD (they cannot be sent as UTF-8).
 
     Raises:
@@ -220,7 +223,7 @@ CHEAP_NODES = 4096
 """Outputs with more values than this are rendered off the event loop (see ``precheck_size``)."""
 
 
-def precheck_size(value: Any, max_bytes: int | None, nodes: int = CHEAP_NODES) -> bool:
+def precheck_size(value: object, max_bytes: int | None, nodes: int = CHEAP_NODES) -> bool:
     """Refuse an output that is surely too large before encoding it; tell whether it is cheap to encode.
 
     Counts a lower bound of the JSON size (each string's characters, each key, quotes and
@@ -255,7 +258,7 @@ def precheck_size(value: Any, max_bytes: int | None, nodes: int = CHEAP_NODES) -
     return not stack
 
 
-def render_output(output: Any, layout: OutputLayout, max_bytes: int | None = None) -> RenderedOutput:
+def render_output(output: object, layout: OutputLayout, max_bytes: int | None = None) -> RenderedOutput:
     """Content blocks, structured content and text for one module output.
 
     Raises:
@@ -278,7 +281,7 @@ def render_output(output: Any, layout: OutputLayout, max_bytes: int | None = Non
     return RenderedOutput(tuple(blocks), _clean(structured, text), text)
 
 
-def _blocks(value: Any) -> Iterable[dict[str, Any]]:
+def _blocks(value: JSONValue) -> Iterable[dict[str, Any]]:
     if value is None:
         return ()
     if isinstance(value, list):

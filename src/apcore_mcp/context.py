@@ -95,7 +95,7 @@ class Peer(Protocol):
         """
         ...  # pragma: no cover
 
-    async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None: ...  # pragma: no cover
+    async def log(self, level: LogLevel, data: object, logger_name: str | None) -> None: ...  # pragma: no cover
 
 
 @dataclass(eq=False)
@@ -200,7 +200,7 @@ class CallContext:
         key = key or self.next_key("elicit")
         return (await self.request_inputs({key: request}))[key]
 
-    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+    async def log(self, level: LogLevel, data: object, logger: str | None = None) -> None:
         if self.peer is not None and not self.cancel_token.is_cancelled:
             await self.peer.log(level, data, logger)
 
@@ -208,7 +208,7 @@ class CallContext:
 # -- helpers for module code: each takes apcore's Context and is a no-op outside MCP -----------
 
 
-def call_context(context: Any) -> CallContext | None:
+def call_context(context: object) -> CallContext | None:
     """The ``CallContext`` behind an apcore ``Context``, or ``None`` outside MCP."""
     data = getattr(context, "data", None)
     found = data.get(MCP_CALL_KEY) if isinstance(data, Mapping) else None
@@ -216,7 +216,7 @@ def call_context(context: Any) -> CallContext | None:
 
 
 async def report_progress(
-    context: Any, progress: float, total: float | None = None, message: str | None = None
+    context: object, progress: float, total: float | None = None, message: str | None = None
 ) -> None:
     """Send ``notifications/progress`` for the current call (only increasing values reach the client)."""
     data = getattr(context, "data", None)
@@ -226,7 +226,7 @@ async def report_progress(
 
 
 async def elicit(
-    context: Any, message: str, requested_schema: dict[str, Any] | None = None, *, key: str | None = None
+    context: object, message: str, requested_schema: dict[str, Any] | None = None, *, key: str | None = None
 ) -> dict[str, Any] | None:
     """Ask the user: the form content on accept; ``None`` on decline, cancel, an incapable client or outside MCP.
 
@@ -241,13 +241,13 @@ async def elicit(
 
 
 async def sample(
-    context: Any,
+    context: object,
     messages: list[dict[str, Any]],
     *,
     max_tokens: int,
     key: str | None = None,
     required: bool = False,
-    **params: Any,
+    **params: object,
 ) -> dict[str, Any] | None:
     """Ask the client's model (``sampling/createMessage``): the result dict, or ``None`` if it cannot be asked.
 
@@ -263,7 +263,7 @@ async def sample(
     return (await call.request_inputs({key: request}, required=required))[key]
 
 
-async def list_roots(context: Any, *, key: str | None = None) -> list[dict[str, Any]] | None:
+async def list_roots(context: object, *, key: str | None = None) -> list[dict[str, Any]] | None:
     """The client's roots (``roots/list``), or ``None`` if it cannot be asked."""
     call = call_context(context)
     if call is None:
@@ -274,7 +274,7 @@ async def list_roots(context: Any, *, key: str | None = None) -> list[dict[str, 
 
 
 async def request_inputs(
-    context: Any, requests: dict[str, dict[str, Any]], *, required: bool = False
+    context: object, requests: dict[str, dict[str, Any]], *, required: bool = False
 ) -> dict[str, dict[str, Any] | None]:
     """Ask several things in one round: ``{key: {"method": ..., "params": ...}}`` -> ``{key: result or None}``."""
     call = call_context(context)
@@ -283,7 +283,7 @@ async def request_inputs(
     return await call.request_inputs(requests, required=required)
 
 
-async def release_stream(context: Any) -> bool:
+async def release_stream(context: object) -> bool:
     """Let go of the client's response stream while the call goes on (SEP-1699 polling).
 
     The client reconnects (``GET /mcp`` with ``Last-Event-ID``) and receives what follows, the
@@ -297,7 +297,7 @@ async def release_stream(context: Any) -> bool:
     return True
 
 
-async def log_message(context: Any, level: LogLevel, data: Any, logger: str | None = None) -> None:
+async def log_message(context: object, level: LogLevel, data: object, logger: str | None = None) -> None:
     """Send ``notifications/message`` for the current call when the client asked for logs at that level."""
     call = call_context(context)
     if call is not None:

@@ -15,7 +15,7 @@ from apcore_mcp.bridge import registry_of
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.schema import to_input_schema
-from apcore_mcp.types import RegistryOrExecutor
+from apcore_mcp.types import JSONValue, RegistryOrExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def to_strict_schema(schema: dict[str, Any], tool_name: str = "") -> dict[str, A
     return result
 
 
-def _strict(node: Any, tool_name: str) -> Any:
+def _strict(node: object, tool_name: str) -> object:
     if isinstance(node, list):
         return [_strict(item, tool_name) for item in node]
     if not isinstance(node, dict):
@@ -211,7 +211,7 @@ def _close_object(out: dict[str, Any], original: dict[str, Any], tool_name: str)
     out["required"] = list(properties)
 
 
-def _nullable(prop: Any) -> Any:
+def _nullable(prop: object) -> object:
     if not isinstance(prop, dict):
         return prop
     kind = prop.get("type")
@@ -260,7 +260,9 @@ def from_openai_call(
     decoded = json.loads(arguments) if isinstance(arguments, str | bytes) else dict(arguments or {})
     if not isinstance(decoded, dict):
         raise ValueError("Tool call arguments must be a JSON object")
-    return module_id, drop_strict_nulls(decoded, schema_of(module_id))
+    cleaned = drop_strict_nulls(decoded, schema_of(module_id))
+    assert isinstance(cleaned, dict)  # an object comes back an object
+    return module_id, cleaned
 
 
 def _lookup(source: Registry | Executor | ToolCatalog) -> tuple[list[str], Callable[[str], dict[str, Any]]]:
@@ -282,7 +284,7 @@ def _lookup(source: Registry | Executor | ToolCatalog) -> tuple[list[str], Calla
     return list(registry.list()), from_registry
 
 
-def drop_strict_nulls(value: Any, schema: Any) -> Any:
+def drop_strict_nulls(value: JSONValue, schema: object) -> JSONValue:
     """``value`` without the nulls strict mode asked for: optional properties whose schema refuses null."""
     if not isinstance(schema, dict):
         return value
@@ -300,7 +302,7 @@ def drop_strict_nulls(value: Any, schema: Any) -> Any:
     return value
 
 
-def schema_admits_null(schema: Any) -> bool:
+def schema_admits_null(schema: object) -> bool:
     """Whether ``schema`` accepts ``null`` (an absent or empty schema accepts anything)."""
     if not isinstance(schema, dict) or not schema:
         return True
@@ -317,7 +319,7 @@ def schema_admits_null(schema: Any) -> bool:
     return kind is None and not any(key in schema for key in ("properties", "items", "enum"))
 
 
-def _branch_for(value: Any, schema: dict[str, Any]) -> dict[str, Any]:
+def _branch_for(value: object, schema: dict[str, Any]) -> dict[str, Any]:
     """For ``anyOf``/``oneOf``, the branch of the value's JSON type (``Model | None`` -> the object branch)."""
     wanted = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else None
     for key in ("anyOf", "oneOf"):

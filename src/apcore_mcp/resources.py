@@ -87,7 +87,7 @@ def resource_spec(module_id: str, description: str, metadata: Mapping[str, Any] 
     )
 
 
-def contents_of(uri: str, output: Any, mime_type: str | None) -> dict[str, Any]:
+def contents_of(uri: str, output: object, mime_type: str | None) -> dict[str, Any]:
     """A module output as one ``resources/read`` contents entry (wire dict)."""
     plain = to_json_value(output)
     if isinstance(plain, dict) and isinstance(plain.get("text"), str):

@@ -2,7 +2,8 @@
 
 ``RegistryOrExecutor`` is what every public entry point serves (``serve``, ``BackgroundServer``,
 ``create_app``, ``to_openai_tools``); the call path runs modules through a ``ModuleInvoker``
-(what an apcore ``Executor`` offers), which upstream MCP servers and test servers provide too.
+(what an apcore ``Executor`` offers). ``JSONValue`` is plain JSON data (what ``json.loads``
+returns), for schemas, arguments and outputs once they are decoded.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from apcore import Executor, Registry
+from apcore import Context, Executor, Registry
+
+JSONValue: TypeAlias = "dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None"
+"""Plain JSON data. Objects stay ``dict[str, Any]`` where code reads their keys (the usual case)."""
 
 RegistryOrExecutor: TypeAlias = Registry | Executor
 """An apcore ``Registry`` (served through our pipeline) or a user's ``Executor`` (used as it is)."""
@@ -21,12 +25,12 @@ class ModuleInvoker(Protocol):
     """What runs a call: apcore's ``Executor`` (ACL, approval, validation, middleware, timeouts)."""
 
     @property
-    def registry(self) -> Any: ...  # pragma: no cover
+    def registry(self) -> Registry: ...  # pragma: no cover
 
     async def call_async(
-        self, module_id: str, inputs: dict[str, Any] | None = None, context: Any = None
+        self, module_id: str, inputs: dict[str, Any] | None = None, context: Context | None = None
     ) -> dict[str, Any]: ...  # pragma: no cover
 
     def stream(
-        self, module_id: str, inputs: dict[str, Any] | None = None, context: Any = None
+        self, module_id: str, inputs: dict[str, Any] | None = None, context: Context | None = None
     ) -> AsyncIterator[dict[str, Any]]: ...  # pragma: no cover

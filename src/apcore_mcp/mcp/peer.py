@@ -130,7 +130,7 @@ class HandshakePeer:
         answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return answer
 
-    async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None:
+    async def log(self, level: LogLevel, data: object, logger_name: str | None) -> None:
         if self._log_levels.allows(connection_of(self._ctx), level):
             await send_log(self._ctx, level, data, logger_name)
 
@@ -192,12 +192,12 @@ class ModernPeer:
                 self._spent = await spend(self.request_state)
             return self._spent
 
-    async def log(self, level: LogLevel, data: Any, logger_name: str | None) -> None:
+    async def log(self, level: LogLevel, data: object, logger_name: str | None) -> None:
         # The SDK sends only what this request opted into with its log-level _meta key.
         await send_log(self._ctx, level, data, logger_name)
 
 
-async def send_log(ctx: ServerRequestContext[Any, Any], level: LogLevel, data: Any, logger_name: str | None) -> None:
+async def send_log(ctx: ServerRequestContext[Any, Any], level: LogLevel, data: object, logger_name: str | None) -> None:
     """``notifications/message`` on the request's own stream (logging is deprecated in 2026-07-28, still served)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)

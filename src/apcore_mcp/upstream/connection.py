@@ -21,11 +21,13 @@ rather than risk showing one caller's question to another.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 import anyio
@@ -33,13 +35,14 @@ import anyio.abc
 import httpx2
 import mcp.types as types
 from mcp import Client
-from mcp.client.session import ClientRequestContext
+from mcp.client import Transport
+from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.errors import (
@@ -176,7 +179,7 @@ class Connection:
         else:
             logger.info("Upstream %r stopped", self.spec.name)
 
-    def _open_transport(self, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
+    def _open_transport(self, errlog: TextIO) -> Transport:
         if self.spec.transport != "stdio":
             return remote_transport(self.spec, max_message_bytes=self._max_message_bytes)
         return stdio_transport(
@@ -208,7 +211,7 @@ class Connection:
         except (ListenNotSupportedError, SubscriptionLost, MCPError) as exc:
             logger.info("Upstream %r: no tool list changes will be seen (%s)", self.spec.name, type(exc).__name__)
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._on_tools_changed()
 
@@ -325,7 +328,7 @@ class Connection:
         answer = await self._ask_single_caller("sampling/createMessage", params)
         return answer if isinstance(answer, types.ErrorData) else types.CreateMessageResult.model_validate(answer)
 
-    async def _ask_single_caller(self, method: str, params: Any) -> dict[str, Any] | types.ErrorData:
+    async def _ask_single_caller(self, method: str, params: BaseModel) -> dict[str, Any] | types.ErrorData:
         askers = [asker for asker in self._askers.values() if asker is not None]
         if len(askers) != 1 or len(self._askers) != 1:
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{method} is not available here")
@@ -374,7 +377,7 @@ def _file_name(server: str) -> str:
 class _EofWatch:
     """Wraps a transport so that the end of its read stream (the server went away) is noticed at once."""
 
-    def __init__(self, transport: contextlib.AbstractAsyncContextManager[Any], on_eof: Callable[[], None]) -> None:
+    def __init__(self, transport: Transport, on_eof: Callable[[], None]) -> None:
         self._transport = transport
         self._on_eof = on_eof
 
@@ -382,18 +385,30 @@ class _EofWatch:
         read, write = await self._transport.__aenter__()
         return _WatchedRead(read, self._on_eof), write
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await self._transport.__aexit__(*exc_info)
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._transport.__aexit__(exc_type, exc, tb)
+
+
+class _Receiver(Protocol):
+    """The read side of a transport's streams, as ``_WatchedRead`` uses it."""
+
+    async def receive(self) -> SessionMessage | Exception: ...
+
+    async def aclose(self) -> None: ...
 
 
 class _WatchedRead:
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(self, inner: _Receiver, on_eof: Callable[[], None]) -> None:
         self._inner = inner
         self._on_eof = on_eof
 
     @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context, which the SDK reads from the read stream when it has one."""
+        found = getattr(self._inner, "last_context", None)
+        return found if isinstance(found, contextvars.Context) else None
 
     async def receive(self) -> SessionMessage | Exception:
         try:
@@ -418,5 +433,7 @@ class _WatchedRead:
     async def __aenter__(self) -> _WatchedRead:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()

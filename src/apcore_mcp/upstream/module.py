@@ -9,25 +9,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import mcp.types as types
-from apcore import ModuleAnnotations
+from apcore import Context, ModuleAnnotations, Registry
 from apcore.errors import SchemaValidationError
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 from pydantic import BaseModel
 
+from apcore_mcp.types import JSONValue
 from apcore_mcp.upstream.results import MCP_RESULT_KEY, to_output
 
 UPSTREAM_TAG = "upstream"
+
+J = TypeVar("J", bound=JSONValue)
 
 
 class ToolCaller(Protocol):
     """What an upstream module calls through (an ``UpstreamSource``)."""
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], context: Any, *, repeatable: bool = False
+        self, tool: str, arguments: dict[str, Any], context: Context, *, repeatable: bool = False
     ) -> types.CallToolResult: ...
 
 
@@ -56,7 +59,7 @@ class JsonSchemaModel:
     def model_rebuild(self) -> None:
         """Nothing to rebuild (apcore calls it on registration)."""
 
-    def model_validate(self, data: Any, *, strict: bool | None = None) -> Any:
+    def model_validate(self, data: J, *, strict: bool | None = None) -> J:
         """Return ``data`` if it matches the schema.
 
         Raises:
@@ -68,8 +71,9 @@ class JsonSchemaModel:
             raise SchemaValidationError(message=f"{self._what} validation failed: {details}", errors=details)
         return data
 
-    def model_validate_json(self, text: str | bytes, *, strict: bool | None = None) -> Any:
-        return self.model_validate(json.loads(text), strict=strict)
+    def model_validate_json(self, text: str | bytes | bytearray, *, strict: bool | None = None) -> JSONValue:
+        data: JSONValue = json.loads(text)
+        return self.model_validate(data, strict=strict)
 
 
 def _detail(error: ValidationError) -> dict[str, Any]:
@@ -94,7 +98,7 @@ class ResultOutput:
     def model_rebuild(self) -> None:
         """Nothing to rebuild."""
 
-    def model_validate(self, data: Any, *, strict: bool | None = None) -> Any:
+    def model_validate(self, data: J, *, strict: bool | None = None) -> J:
         wire = data.get(MCP_RESULT_KEY) if isinstance(data, Mapping) else None
         if isinstance(wire, str) and wire.startswith("{"):
             return data
@@ -140,12 +144,12 @@ class UpstreamTool:
         self.fingerprint = tool.model_dump_json(by_alias=True, exclude_none=True)
         """The tool as listed: a refresh re-registers the module only when this changed."""
 
-    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+    async def execute(self, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
         repeatable = self.annotations.readonly or self.annotations.idempotent
         return to_output(await self._caller.call_tool(self.tool_name, inputs, context, repeatable=repeatable))
 
 
-def upstream_server_of(registry: Any, module_id: str) -> str | None:
+def upstream_server_of(registry: Registry, module_id: str) -> str | None:
     """The upstream server behind ``module_id``, or ``None`` for a local module."""
     module = registry.get(module_id)
     return module.server if isinstance(module, UpstreamTool) else None
@@ -163,17 +167,18 @@ def json_schema_model(schema: Mapping[str, Any], name: str = "JsonSchemaInput") 
     """
     contract = JsonSchemaModel(schema)
 
+    # The validators return the data itself, not an instance: ``Any`` is what lets them override pydantic's.
     class Contract(BaseModel):
         @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        def model_json_schema(cls, *args: object, **kwargs: object) -> dict[str, Any]:
             return contract.model_json_schema()
 
         @classmethod
-        def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        def model_validate(cls, obj: JSONValue, *args: object, **kwargs: object) -> Any:
             return contract.model_validate(obj)
 
         @classmethod
-        def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Any:
+        def model_validate_json(cls, json_data: str | bytes | bytearray, *args: object, **kwargs: object) -> Any:
             return contract.model_validate_json(json_data)
 
     Contract.__name__ = Contract.__qualname__ = name

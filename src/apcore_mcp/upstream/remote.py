@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TypeVar
 
 import httpx2
+from mcp.client import Transport
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from apcore_mcp.upstream.config import ServerSpec
+
+S = TypeVar("S")
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 TOO_LARGE_TEXT = "larger than upstream_max_message_bytes"
 """In ``BodyTooLarge``'s message, which the SDK passes on in a ``PARSE_ERROR``."""
 
 
-def remote_transport(
-    spec: ServerSpec, *, max_message_bytes: int = MAX_MESSAGE_BYTES
-) -> contextlib.AbstractAsyncContextManager[Any]:
+def remote_transport(spec: ServerSpec, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> Transport:
     """The SDK transport for a URL ``spec``. Only the config's own headers are sent: never a caller's."""
     assert spec.url is not None
     if spec.transport == "sse":
@@ -46,14 +47,19 @@ def _bound_body(limit: int) -> Callable[[httpx2.Response], Awaitable[None]]:
     """A response hook: bodies other than event streams (bounded per event by the SDK) end past ``limit``."""
 
     async def hook(response: httpx2.Response) -> None:
-        if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
-            response.stream = _BoundedBody(response.stream, limit)
+        stream = response.stream
+        if isinstance(stream, httpx2.AsyncByteStream) and not _is_event_stream(response):
+            response.stream = _BoundedBody(stream, limit)
 
     return hook
 
 
+def _is_event_stream(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
+
+
 class _BoundedBody(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, limit: int) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
         self._inner = inner
         self._limit = limit
 
@@ -70,6 +76,6 @@ class _BoundedBody(httpx2.AsyncByteStream):
 
 
 @contextlib.asynccontextmanager
-async def _owning(http: httpx2.AsyncClient, transport: Any) -> AsyncIterator[Any]:
+async def _owning(http: httpx2.AsyncClient, transport: contextlib.AbstractAsyncContextManager[S]) -> AsyncIterator[S]:
     async with http, transport as streams:
         yield streams

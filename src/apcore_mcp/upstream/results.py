@@ -37,7 +37,7 @@ def to_output(result: types.CallToolResult) -> dict[str, Any]:
     return {MCP_RESULT_KEY: result.model_dump_json(by_alias=True, exclude_none=True, exclude={"result_type"})}
 
 
-def mcp_result_of(output: Any) -> types.CallToolResult | None:
+def mcp_result_of(output: object) -> types.CallToolResult | None:
     """The ``CallToolResult`` an output carries, or ``None`` for an ordinary output.
 
     Raises:

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from apcore import Context, Registry
 from apcore.errors import InvalidInputError
 
 from apcore_mcp.context import InputRequired, call_context, report_progress, request_inputs
@@ -44,7 +45,7 @@ class CallAsker:
     upstream call has returned (it may be raised in a task that is not the call's own).
     """
 
-    def __init__(self, context: Any, prefix: str) -> None:
+    def __init__(self, context: Context, prefix: str) -> None:
         self._context = context
         self._prefix = prefix
         self._asked = 0
@@ -72,14 +73,14 @@ class CallAsker:
 class _Progress:
     """The upstream's progress for one call, passed on to our client."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: Context) -> None:
         self._context = context
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         await report_progress(self._context, progress, total, message)
 
 
-def principal_of(context: Any, sharing: str) -> str | None:
+def principal_of(context: Context, sharing: str) -> str | None:
     """The handle key's principal part for a call: ``None`` for a shared server.
 
     ``per-session`` uses the call's ``session_id`` when the edge provides one (falling back
@@ -98,7 +99,7 @@ def principal_of(context: Any, sharing: str) -> str | None:
 class UpstreamSource:
     """One upstream server's tools in ``registry`` (see the module doc)."""
 
-    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Any) -> None:
+    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Registry) -> None:
         self.spec = spec
         self.pool = pool
         self.registry = registry
@@ -202,7 +203,7 @@ class UpstreamSource:
     # -- calls -----------------------------------------------------------------------------------
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], context: Any, *, repeatable: bool = False
+        self, tool: str, arguments: dict[str, Any], context: Context, *, repeatable: bool = False
     ) -> types.CallToolResult:
         """Call ``tool`` for the caller behind ``context`` (apcore's ``Context``).
 
@@ -215,7 +216,7 @@ class UpstreamSource:
         asker.raise_deferred()
         return result
 
-    async def _lease_for(self, context: Any) -> Lease:
+    async def _lease_for(self, context: Context) -> Lease:
         principal = principal_of(context, self.spec.sharing)
         if principal is None:
             if self._lease is None:

@@ -29,7 +29,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
 import anyio
 import anyio.to_thread
@@ -192,7 +192,7 @@ def _parse(line: bytearray) -> JSONRPCMessage | _Unusable:
     return message
 
 
-def _request_id(value: Any) -> RequestId | None:
+def _request_id(value: object) -> RequestId | None:
     return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
