@@ -14,12 +14,14 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.testing import DocumentError, scripted_server
+from apcore_mcp.testing import scripted_server
 from apcore_mcp.testing.clients import read_record
 from apcore_mcp.testing.plugin import McpServerFactory
 from apcore_mcp.testing.scripted import load_script
 from apcore_mcp.testing.scripted.server import RequestRecord
 
+from tests._support.documents import refusal
+from tests._support.results import text_of
 from tests._support.sessions import Inbox
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "weather.yaml"
@@ -59,7 +61,7 @@ async def test_list_changed_reaches_handshake_clients(mcp_server: McpServerFacto
         assert capabilities.tools is not None and capabilities.tools.list_changed is True
         assert capabilities.resources is not None and capabilities.resources.list_changed is True
         assert capabilities.prompts is not None and capabilities.prompts.list_changed is True
-        assert (await client.call_tool("announce", {})).content[0].text == "announced"  # type: ignore[union-attr]
+        assert text_of(await client.call_tool("announce", {})) == "announced"
         for kind in ("tools", "resources", "prompts"):
             await inbox.wait_for(f"notifications/{kind}/list_changed")
 
@@ -140,11 +142,7 @@ BAD_SCRIPTS = [
 
 @pytest.mark.parametrize(("text", "message"), BAD_SCRIPTS)
 def test_a_bad_script_names_the_file_and_the_field(tmp_path: Path, text: str, message: str) -> None:
-    script = tmp_path / "bad.yaml"
-    script.write_text(text)
-    with pytest.raises(DocumentError) as error:
-        load_script(script)
-    assert str(error.value).startswith(f"{script}: {message}")
+    assert refusal(load_script, tmp_path / "bad.yaml", text).startswith(message)
 
 
 def test_the_cli_refuses_a_bad_script_with_exit_code_2(tmp_path: Path) -> None:

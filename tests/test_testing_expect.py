@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from apcore_mcp.testing import DocumentError
 from apcore_mcp.testing.expect import MISSING, Expectation, Outcome, check, is_subset, json_path
 from apcore_mcp.testing.yaml_cases import load_case_file
+
+from tests._support.documents import refusal
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 RESULT = {
@@ -130,11 +131,7 @@ BAD_FILES = [
 
 @pytest.mark.parametrize(("text", "message"), BAD_FILES)
 def test_a_bad_case_file_names_the_file_and_the_field(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "bad.mcp.yaml"
-    path.write_text(text)
-    with pytest.raises(DocumentError) as error:
-        load_case_file(path)
-    assert str(error.value).startswith(f"{path}: {message}"), str(error.value)
+    assert refusal(load_case_file, tmp_path / "bad.mcp.yaml", text).startswith(message)
 
 
 def test_a_good_case_file(tmp_path: Path) -> None:
