@@ -17,7 +17,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import tomllib
 from collections.abc import Iterator
@@ -138,7 +137,8 @@ def test_dockerignore_keeps_the_build_context_small() -> None:
 
 
 def compose() -> dict[str, Any]:
-    return yaml.safe_load(COMPOSE.read_text())
+    document: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return document
 
 
 def test_compose_services_publish_on_loopback_only() -> None:
@@ -329,72 +329,6 @@ async def test_image_command_serves_examples_and_stops_on_sigterm(tmp_path: Path
 
 # --------------------------------------------------------------------------- real nginx
 
-SERVER_SCRIPT = '''
-"""A live-changing registry served by apcore_mcp.create_app under uvicorn."""
-
-import sys
-
-import uvicorn
-from apcore import Registry
-from pydantic import BaseModel
-
-import apcore_mcp
-
-
-class EchoIn(BaseModel):
-    text: str
-
-
-class EchoOut(BaseModel):
-    echo: str
-
-
-class Echo:
-    description = "Echo the text back"
-    input_schema = EchoIn
-    output_schema = EchoOut
-
-    def execute(self, inputs, context):
-        return {"echo": inputs["text"]}
-
-
-class AddIn(BaseModel):
-    name: str = "util.added"
-
-
-class AddOut(BaseModel):
-    added: str
-
-
-class Add:
-    description = "Register a new echo module under the given id"
-    input_schema = AddIn
-    output_schema = AddOut
-
-    def __init__(self, registry):
-        self.registry = registry
-
-    def execute(self, inputs, context):
-        self.registry.register(inputs["name"], Echo())
-        return {"added": inputs["name"]}
-
-
-def main():
-    port = int(sys.argv[1])
-    registry = Registry()
-    registry.register("util.echo", Echo())
-    registry.register("util.add", Add(registry))
-    settings = apcore_mcp.Settings(dynamic=True, allowed_hosts=("mcp.example.test",))
-    app = apcore_mcp.create_app(registry, settings)
-    uvicorn.run(
-        app, host="127.0.0.1", port=port, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
-        timeout_graceful_shutdown=5, access_log=False,
-    )
-
-
-main()
-'''
-
 
 @dataclass
 class Proxied:
@@ -404,16 +338,15 @@ class Proxied:
 
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
-    """The live server behind deploy/nginx.conf, both on free 127.0.0.1 ports."""
+    """The live server (``tests/servers/live_changes.py``) behind deploy/nginx.conf, both on free 127.0.0.1 ports."""
     tmp = tmp_path_factory.mktemp("nginx")
-    script = tmp / "server.py"
-    script.write_text(textwrap.dedent(SERVER_SCRIPT))
     upstream_port, nginx_port = free_port(), free_port()
     conf = point_nginx_conf(NGINX_CONF.read_text(), nginx_port, {"apcore-mcp:8000": f"127.0.0.1:{upstream_port}"})
     upstream = f"http://127.0.0.1:{upstream_port}"
     url = f"http://127.0.0.1:{nginx_port}"
     server_log = tmp / "server.log"
-    with running([sys.executable, str(script), str(upstream_port)], server_log, env=clean_env()) as server:
+    command = [sys.executable, "-m", "tests.servers.live_changes", str(upstream_port)]
+    with running(command, server_log, env=clean_env()) as server:
         wait_ok(f"{upstream}/health", server, STARTUP_SECONDS, lambda: log_tail(server_log))
         with nginx_running(conf, tmp, nginx_port):
             yield Proxied(url, upstream)
@@ -446,20 +379,23 @@ def test_nginx_forwards_host_to_the_allow_list(proxied: Proxied) -> None:
 @pytest.mark.nginx
 @pytest.mark.parametrize("transport", ["http", "sse"])
 async def test_live_list_changed_through_nginx(proxied: Proxied, transport: str) -> None:
+    """A module added, then removed, during the session: each change reaches the client through nginx."""
     inbox = Inbox()
-    added = f"util.added_{transport}"
     async with open_session(transport, proxied.url, inbox) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert {"util.echo", "util.add"} <= names
+        assert {"util.echo", "util.register"} <= names and "demo.added" not in names
         assert tool_result(await client.call_tool("util.echo", {"text": "hi"})) == ({"echo": "hi"}, False)
-
-        assert tool_result(await client.call_tool("util.add", {"name": added})) == ({"added": added}, False)
-        returned = time.monotonic()
-        arrived = await inbox.wait_for("notifications/tools/list_changed")
-        assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
-        names = {tool.name for tool in (await client.list_tools()).tools}
-        assert added in names
-        assert tool_result(await client.call_tool(added, {"text": "new"})) == ({"echo": "new"}, False)
+        for change, listed in (("add", True), ("remove", False)):
+            inbox.clear()
+            assert tool_result(await client.call_tool("util.register", {"text": change})) == ({"echo": change}, False)
+            returned = time.monotonic()
+            arrived = await inbox.wait_for("notifications/tools/list_changed")
+            assert arrived - returned < NOTIFY_SECONDS, f"list_changed {arrived - returned:.2f}s after the call"
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert ("demo.added" in names) is listed, names
+            if listed:
+                assert tool_result(await client.call_tool("demo.added", {"text": "new"})) == ({"echo": "new"}, False)
+        assert (await client.call_tool("demo.added", {"text": "new"})).is_error is True  # removed: refused
 
 
 def test_the_version_is_written_once() -> None:
