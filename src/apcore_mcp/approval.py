@@ -26,6 +26,7 @@ from apcore.approval import ApprovalRequest, ApprovalResult
 
 from apcore_mcp.context import call_context
 from apcore_mcp.mcp.peer import ModernPeer
+from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.used_approvals import MemoryUsedApprovals, UsedApprovals, UsedApprovalsUnavailable, state_digest
 
 logger = logging.getLogger(__name__)
@@ -166,6 +167,5 @@ def _decide(answer: dict[str, Any] | None) -> ApprovalResult:
 
 def mcp_approval_handler(executor: Executor) -> MCPApprovalHandler | None:
     """The ``MCPApprovalHandler`` an Executor confirms approvals with, if that is its handler."""
-    # apcore has a setter for the handler but no getter.
-    handler = getattr(executor, "_approval_handler", None)
+    handler = executor_approval_handler(executor)
     return handler if isinstance(handler, MCPApprovalHandler) else None

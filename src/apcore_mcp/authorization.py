@@ -24,24 +24,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from apcore import Context, Identity
+from apcore import ACL, Context, Identity
 
 from apcore_mcp.context import CallContext
 from apcore_mcp.errors import SafeError
 from apcore_mcp.limits import CallLimits, Refusal
+from apcore_mcp.pipeline.internals import executor_acl as executor_acl  # apcore has no getter: see there
 from apcore_mcp.principal import ScopeRules, tool_scopes
 
 logger = logging.getLogger(__name__)
 
 
-def executor_acl(executor: Any) -> Any | None:
-    """The ACL an apcore ``Executor`` enforces (it has no public getter; ``set_acl`` stores it here)."""
-    return getattr(executor, "_acl", None)
-
-
-def acl_allows(acl: Any, module_id: str, context: Any) -> bool:
+def acl_allows(acl: ACL, module_id: str, context: Context) -> bool:
     """Whether ``acl`` lets an outside caller (apcore's ``@external``) reach the module.
 
     Allowed with an approval requirement counts as allowed: the call is put to a human then,
@@ -54,7 +49,7 @@ class Authorization:
     """The tool scope rules, the ACL lists are judged by, and the limits every module run is admitted by."""
 
     def __init__(
-        self, *, tool_rules: ScopeRules = (), acl: Any | None = None, limits: CallLimits | None = None
+        self, *, tool_rules: ScopeRules = (), acl: ACL | None = None, limits: CallLimits | None = None
     ) -> None:
         self.tool_rules = tool_rules
         self.acl = acl

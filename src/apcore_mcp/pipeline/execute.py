@@ -16,16 +16,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
+from apcore import Context
 from apcore.cancel import CancelToken, ExecutionCancelledError
 from apcore.errors import ModuleTimeoutError
 from apcore.pipeline import PipelineContext, StepResult
 from apcore.streaming import StreamingModule
 
-from apcore_mcp.pipeline.internals import BuiltinExecute, read_module_timeout_ms
-from apcore_mcp.pipeline.pool import SyncPool
+from apcore_mcp.pipeline.internals import BuiltinExecute, adopt_state, default_timeout_ms, read_module_timeout_ms
+from apcore_mcp.pipeline.pool import Job, SyncPool
+
+if TYPE_CHECKING:
+    from apcore_mcp.pipeline.install import FastPipeline
 
 
 def effective_timeout_ms(declared_ms: int | None, default_ms: int, ceiling_ms: int | None) -> int:
@@ -39,7 +43,7 @@ def effective_timeout_ms(declared_ms: int | None, default_ms: int, ceiling_ms: i
     return ceiling_ms if timeout <= 0 else min(timeout, ceiling_ms)
 
 
-def call_token(context: Any) -> CancelToken:
+def call_token(context: Context) -> CancelToken:
     """The call context's ``CancelToken``, created on it if it has none."""
     token = getattr(context, "cancel_token", None)
     if token is None:
@@ -53,14 +57,15 @@ class CancellableExecute(BuiltinExecute):  # type: ignore[misc]  # apcore ships 
 
     pool: SyncPool
     timeout_ceiling_ms: int | None
-    pipeline: Any = None  # the installation this step belongs to (set by install_pipeline)
-    _default_timeout: int
+    pipeline: FastPipeline | None = None  # the installation this step belongs to (set by install_pipeline)
+    default_timeout_ms: int
 
     @classmethod
-    def adopt(cls, original: Any, pool: SyncPool, timeout_ceiling_ms: int | None) -> CancellableExecute:
+    def adopt(cls, original: BuiltinExecute, pool: SyncPool, timeout_ceiling_ms: int | None) -> CancellableExecute:
         """Take over a built-in step's state (its configured fields and default timeout)."""
         step: CancellableExecute = cls.__new__(cls)
-        step.__dict__.update(original.__dict__)
+        adopt_state(step, original)
+        step.default_timeout_ms = default_timeout_ms(original)
         step.pool = pool
         step.timeout_ceiling_ms = timeout_ceiling_ms
         return step
@@ -75,7 +80,7 @@ class CancellableExecute(BuiltinExecute):  # type: ignore[misc]  # apcore ships 
         deadline = getattr(ctx.context, "global_deadline", None)
         if deadline is not None and time.time() > deadline:  # epoch seconds, as apcore (D-99)
             token.cancel()
-            raise ModuleTimeoutError(module_id=ctx.module_id, timeout_ms=int(self._default_timeout))
+            raise ModuleTimeoutError(module_id=ctx.module_id, timeout_ms=int(self.default_timeout_ms))
 
         inputs = ctx.validated_inputs if ctx.validated_inputs is not None else ctx.inputs
         if ctx.stream and isinstance(module, StreamingModule):
@@ -83,13 +88,13 @@ class CancellableExecute(BuiltinExecute):  # type: ignore[misc]  # apcore ships 
             return StepResult(action="skip_to", skip_to="return_result")
 
         declared = read_module_timeout_ms(module, ctx.module_id)
-        timeout_ms = effective_timeout_ms(declared, self._default_timeout, self.timeout_ceiling_ms)
+        timeout_ms = effective_timeout_ms(declared, self.default_timeout_ms, self.timeout_ceiling_ms)
         timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
         if deadline is not None:
             remaining = deadline - time.time()
             if remaining <= 0:
                 token.cancel()
-                raise ModuleTimeoutError(module_id=ctx.module_id, timeout_ms=int(self._default_timeout))
+                raise ModuleTimeoutError(module_id=ctx.module_id, timeout_ms=int(self.default_timeout_ms))
             if timeout_s is None or remaining < timeout_s:
                 timeout_s = remaining
 
@@ -105,7 +110,7 @@ class _Expired(Exception):
     """The module ran out of time (internal: becomes ``ModuleTimeoutError``)."""
 
 
-async def _timed(call: Awaitable[Any], module_id: str, timeout_s: float | None) -> Any:
+async def _timed(call: Awaitable[object], module_id: str, timeout_s: float | None) -> object:
     # apcore turns any TimeoutError escaping the module into ModuleTimeoutError as well.
     try:
         return await call
@@ -113,9 +118,9 @@ async def _timed(call: Awaitable[Any], module_id: str, timeout_s: float | None) 
         raise ModuleTimeoutError(module_id=module_id, timeout_ms=int((timeout_s or 0) * 1000)) from None
 
 
-async def _run_async(coro: Any, timeout_s: float | None, token: CancelToken) -> Any:
+async def _run_async(coro: Coroutine[object, object, object], timeout_s: float | None, token: CancelToken) -> object:
     # A task of its own, as apcore: the module's context variables stay its own.
-    task: asyncio.Future[Any] = asyncio.ensure_future(coro)
+    task: asyncio.Future[object] = asyncio.ensure_future(coro)
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:
@@ -129,7 +134,7 @@ async def _run_async(coro: Any, timeout_s: float | None, token: CancelToken) -> 
     return task.result()
 
 
-async def _unwind(task: asyncio.Future[Any]) -> None:
+async def _unwind(task: asyncio.Future[object]) -> None:
     """Cancel the module's task and wait until it has finished; its outcome is discarded."""
     task.cancel()
     await asyncio.wait({task})
@@ -139,12 +144,12 @@ async def _unwind(task: asyncio.Future[Any]) -> None:
 
 async def _run_sync(
     pool: SyncPool,
-    fn: Callable[..., Any],
-    inputs: Any,
-    context: Any,
+    fn: Callable[[dict[str, Any], Context], object],
+    inputs: dict[str, Any],
+    context: Context,
     timeout_s: float | None,
     token: CancelToken,
-) -> Any:
+) -> object:
     job = pool.submit(fn, inputs, context, doomed=_caller_gives_up(timeout_s))
     waiter = asyncio.wrap_future(job.future)
     try:
@@ -176,7 +181,7 @@ def _caller_gives_up(timeout_s: float | None) -> Callable[[], bool]:
     return doomed
 
 
-def _give_up(pool: SyncPool, job: Any, waiter: asyncio.Future[Any], token: CancelToken) -> None:
+def _give_up(pool: SyncPool, job: Job, waiter: asyncio.Future[Any], token: CancelToken) -> None:
     token.cancel()  # first, so the module sees it as soon as it looks
     pool.abandon(job)
     waiter.cancel()  # the late result is dropped, never reported as unretrieved

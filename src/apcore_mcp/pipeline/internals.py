@@ -1,14 +1,20 @@
-"""The apcore 0.32 internals the fast pipeline reuses, named in one place.
+"""The apcore 0.32 internals the package relies on, named in one place (and nowhere else).
 
 The fast steps must behave exactly as apcore's built-in ones, so where apcore defines a rule in a
 private helper (how a pydantic error becomes an ``errors`` list, how a module declares its
 timeout, how redaction walks a schema and matches keys) we call that helper rather than copy it.
 If an apcore release renames one, this import fails loudly instead of the semantics drifting
 silently, and ``tests/test_pipeline_equivalence.py`` checks the meaning stays the same.
+
+The functions below read the private state apcore offers no getter for: what a built-in step was
+built with, and an ``Executor``'s ACL and approval handler. ``tests/test_private_api.py`` fails
+if any other module of the package touches a private apcore name. ``docs/executor-fork.md``
+says what apcore would need to offer for this module to go.
 """
 
 from __future__ import annotations
 
+from apcore import ACL, ApprovalHandler, BaseStep, Executor, Registry, ToggleState
 from apcore.builtin_steps import (
     BuiltinExecute,
     BuiltinInputValidation,
@@ -18,6 +24,7 @@ from apcore.builtin_steps import (
 from apcore.builtin_steps import _convert_validation_errors as convert_validation_errors
 from apcore.builtin_steps import _read_module_timeout_ms as read_module_timeout_ms
 from apcore.builtin_steps import _resolve_redaction as resolve_redaction
+from apcore.observability.context_logger import RedactionConfig
 from apcore.utils.pattern import match_glob
 from apcore.utils.redaction import PROTECTED_LOG_FIELDS, REDACTED_VALUE, compile_value_regexes
 from apcore.utils.redaction import _compact_for_match as compact_for_match
@@ -35,14 +42,54 @@ __all__ = [
     "BuiltinModuleLookup",
     "BuiltinOutputValidation",
     "SchemaRedactor",
+    "adopt_state",
     "compact_for_match",
     "compile_value_regexes",
     "convert_validation_errors",
     "default_sensitive_keys",
+    "default_timeout_ms",
+    "executor_acl",
+    "executor_approval_handler",
     "key_matches",
+    "lookup_state",
     "match_glob",
     "normalize_for_match",
     "read_module_timeout_ms",
     "resolve_redaction",
+    "step_redaction",
     "value_matches",
 ]
+
+
+def adopt_state(step: BaseStep, original: BaseStep) -> None:
+    """Give ``step`` (a subclass instance made with ``__new__``) every field of the built-in ``original``."""
+    step.__dict__.update(original.__dict__)
+
+
+def lookup_state(step: BuiltinModuleLookup) -> tuple[Registry, ToggleState]:
+    """The registry and the module toggles a built-in module-lookup step was built with."""
+    return step._registry, step._toggle_state
+
+
+def step_redaction(step: BaseStep) -> RedactionConfig | None:
+    """The redaction rules a built-in step was given, or ``None`` for apcore's defaults."""
+    rules: RedactionConfig | None = step.__dict__.get("_redaction")
+    return rules
+
+
+def default_timeout_ms(step: BuiltinExecute) -> int:
+    """The execute step's default module timeout (``executor.default_timeout`` as the step read it)."""
+    timeout: int = step._default_timeout
+    return timeout
+
+
+def executor_acl(executor: Executor) -> ACL | None:
+    """The ACL ``executor`` enforces: apcore has ``set_acl`` but no getter."""
+    acl: ACL | None = getattr(executor, "_acl", None)
+    return acl
+
+
+def executor_approval_handler(executor: Executor) -> ApprovalHandler | None:
+    """``executor``'s approval handler: apcore has ``set_approval_handler`` but no getter."""
+    handler: ApprovalHandler | None = getattr(executor, "_approval_handler", None)
+    return handler

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, Protocol
+
+from apcore import Registry
 
 from apcore_mcp.pipeline.internals import SchemaRedactor
 from apcore_mcp.pipeline.redaction import Redaction
 
-_NO_SCHEMA = object()
+
+class SchemaModel(Protocol):
+    """A module's ``input_schema`` or ``output_schema``: a pydantic model class, or a stand-in
+    such as ``JsonSchemaModel``. (``model_validate_json`` is used when present.)"""
+
+    def model_json_schema(self) -> dict[str, Any]: ...  # pragma: no cover
+
+    def model_validate(self, obj: dict[str, Any], /, *, strict: bool | None = None) -> object: ...  # pragma: no cover
 
 
 class SchemaView:
@@ -29,11 +38,11 @@ class SchemaView:
 
     __slots__ = ("_lock", "_marked", "_redactors", "_schema", "model")
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: SchemaModel | None) -> None:
         self.model = model
-        self._schema: Any = _NO_SCHEMA
+        self._schema: dict[str, Any] | None = None
         self._marked: bool | None = None
-        self._redactors: dict[str, Any] = {}
+        self._redactors: dict[str, SchemaRedactor] = {}
         self._lock = threading.Lock()
 
     @property
@@ -42,12 +51,13 @@ class SchemaView:
         return self.model is not None and callable(getattr(self.model, "model_json_schema", None))
 
     def schema(self) -> dict[str, Any]:
-        if self._schema is _NO_SCHEMA:
+        """The model's JSON schema dict (only asked for when ``has_json_schema``)."""
+        if self._schema is None:
+            assert self.model is not None
             self._schema = self.model.model_json_schema()
-        schema: dict[str, Any] = self._schema
-        return schema
+        return self._schema
 
-    def field_redactor(self, token: str) -> Any | None:
+    def field_redactor(self, token: str) -> SchemaRedactor | None:
         """apcore's ``x-sensitive`` walker for this schema, or None when no node is marked.
 
         The walker only ever replaces a value whose schema node says ``"x-sensitive": true``, and
@@ -71,7 +81,7 @@ class SchemaView:
         return redaction.redact(data, walker, self.schema() if walker is not None else {})
 
 
-def _declares_sensitive(schema: Any) -> bool:
+def _declares_sensitive(schema: object) -> bool:
     """True if any mapping in the schema document carries ``"x-sensitive": true``."""
     pending = [schema]
     while pending:
@@ -90,12 +100,12 @@ class ModulePlan:
 
     __slots__ = ("input", "module", "output")
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: object) -> None:
         self.module = module
         self.input = SchemaView(getattr(module, "input_schema", None))
         self.output = SchemaView(getattr(module, "output_schema", None))
 
-    def current_for(self, module: Any) -> bool:
+    def current_for(self, module: object) -> bool:
         return (
             self.module is module
             and getattr(module, "input_schema", None) is self.input.model
@@ -111,14 +121,14 @@ class PlanCache:
     removes it.
     """
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Registry) -> None:
         self._plans: dict[str, dict[int, ModulePlan]] = {}
         self._registry = registry
         self._listener = _Invalidate(weakref.ref(self))
         registry.on("register", self._listener)
         registry.on("unregister", self._listener)
 
-    def plan(self, module_id: str, module: Any) -> ModulePlan:
+    def plan(self, module_id: str, module: object) -> ModulePlan:
         by_object = self._plans.get(module_id)
         plan = by_object.get(id(module)) if by_object is not None else None
         if plan is None or not plan.current_for(module):
@@ -147,7 +157,7 @@ class _Invalidate:
     def __init__(self, cache: weakref.ref[PlanCache]) -> None:
         self._cache = cache
 
-    def __call__(self, module_id: str, module: Any) -> None:
+    def __call__(self, module_id: str, module: object) -> None:
         cache = self._cache()
         if cache is not None:
             cache.invalidate(module_id)

@@ -15,9 +15,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from apcore.observability.context_logger import RedactionConfig
+
 from apcore_mcp.pipeline.internals import (
     PROTECTED_LOG_FIELDS,
     REDACTED_VALUE,
+    SchemaRedactor,
     compact_for_match,
     compile_value_regexes,
     default_sensitive_keys,
@@ -33,7 +36,7 @@ _ATOMS = frozenset({str, int, float, bool, type(None)})
 class Redaction:
     """One set of redaction rules (apcore's ``RedactionConfig``), prepared for repeated use."""
 
-    def __init__(self, rules: Any) -> None:
+    def __init__(self, rules: RedactionConfig) -> None:
         keys = rules.sensitive_keys
         self.keys: list[str] = list(keys) if keys is not None else default_sensitive_keys()
         patterns = rules.compiled_regex_patterns
@@ -48,9 +51,9 @@ class Redaction:
         # Substring patterns as one alternation per folded form: one C-level search a key.
         self._normalized = _any_of(normalize_for_match(key) for key in plain)
         self._compact = _any_of(compact_for_match(key) for key in plain)
-        self._verdicts: dict[Any, bool] = {}
+        self._verdicts: dict[str, bool] = {}
 
-    def key_matches(self, key: Any) -> bool:
+    def key_matches(self, key: str) -> bool:
         # The same few field names come back on every call: remember the verdict for each.
         verdict = self._verdicts.get(key)
         if verdict is None:
@@ -65,7 +68,7 @@ class Redaction:
             return True
         return any(match_glob(pattern, lower_key) for pattern in self._globs)
 
-    def redact(self, data: dict[str, Any], walker: Any | None, schema: dict[str, Any]) -> dict[str, Any]:
+    def redact(self, data: dict[str, Any], walker: SchemaRedactor | None, schema: dict[str, Any]) -> dict[str, Any]:
         """A redacted deep copy of ``data``; ``walker`` is apcore's schema walker, None if nothing is marked."""
         redacted = copy_data(data)
         if walker is not None:
@@ -125,7 +128,6 @@ def redact_keys_and_values(data: dict[Any, Any], rules: Redaction) -> None:
     whose key matches, or a string value matching a value pattern, becomes the token;
     correlation fields are exempt from both rules but still descended into.
     """
-    """Redact ``data`` in place by key name and by string value, at every depth."""
     for key in data:
         value = data[key]
         if value is None:

@@ -12,23 +12,30 @@ JSON round trip as apcore does it), the ``errors`` lists, format warnings and th
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import pydantic
+from apcore import Registry, ToggleState
 from apcore.context import GovernanceProjection
 from apcore.errors import ModuleDisabledError, ModuleNotFoundError, SchemaValidationError
-from apcore.pipeline import PipelineContext, StepResult
+from apcore.pipeline import BaseStep, PipelineContext, StepResult
 from apcore.schema.hardening import warn_format_violations
 
 from apcore_mcp.pipeline.internals import (
     BuiltinInputValidation,
     BuiltinModuleLookup,
     BuiltinOutputValidation,
+    adopt_state,
     convert_validation_errors,
+    lookup_state,
     resolve_redaction,
+    step_redaction,
 )
-from apcore_mcp.pipeline.plans import PlanCache, SchemaView
+from apcore_mcp.pipeline.plans import PlanCache, SchemaModel, SchemaView
 from apcore_mcp.pipeline.redaction import Redaction
+
+if TYPE_CHECKING:
+    from apcore_mcp.pipeline.install import FastPipeline
 
 _CONTINUE = "continue"
 
@@ -38,33 +45,39 @@ class PlannedStep:
 
     plans: PlanCache
     redaction: Redaction
-    pipeline: Any = None  # the installation this step belongs to (set by install_pipeline)
+    pipeline: FastPipeline | None = None  # the installation this step belongs to (set by install_pipeline)
 
     @classmethod
-    def adopt(cls, original: Any, plans: PlanCache) -> Any:
+    def adopt(cls, original: BaseStep, plans: PlanCache) -> Self:
         """A copy of the built-in step (all its state) that reads per-module data from ``plans``."""
         step = cls.__new__(cls)
-        step.__dict__.update(original.__dict__)
+        adopt_state(step, original)
         step.plans = plans
-        step.redaction = Redaction(original.__dict__.get("_redaction") or resolve_redaction(None))
+        step.redaction = Redaction(step_redaction(original) or resolve_redaction(None))
         return step
 
 
 class FastModuleLookup(PlannedStep, BuiltinModuleLookup):  # type: ignore[misc]  # untyped base
-    _registry: Any
-    _toggle_state: Any
+    registry: Registry
+    toggles: ToggleState
+
+    @classmethod
+    def adopt(cls, original: BaseStep, plans: PlanCache) -> Self:
+        step = super().adopt(original, plans)
+        step.registry, step.toggles = lookup_state(original)
+        return step
 
     async def execute(self, ctx: PipelineContext) -> StepResult:
         if ctx.version_hint is not None:
-            module = self._registry.get(ctx.module_id, version_hint=ctx.version_hint)
+            module = self.registry.get(ctx.module_id, version_hint=ctx.version_hint)
         else:
-            module = self._registry.get(ctx.module_id)
+            module = self.registry.get(ctx.module_id)
         if module is None:
             raise ModuleNotFoundError(module_id=ctx.module_id)
-        if self._toggle_state.is_disabled(ctx.module_id):
+        if self.toggles.is_disabled(ctx.module_id):
             raise ModuleDisabledError(module_id=ctx.module_id)
         ctx.module = module
-        get_declared = getattr(self._registry, "get_declared_annotations", None)
+        get_declared = getattr(self.registry, "get_declared_annotations", None)
         ctx.declared_annotations = get_declared(ctx.module_id) if callable(get_declared) else None
         if ctx.context is not None and hasattr(ctx.context, "redacted_inputs"):
             # Redacted before any middleware runs, so a logging middleware's before() sees it.
@@ -101,7 +114,7 @@ class FastInputValidation(PlannedStep, BuiltinInputValidation):  # type: ignore[
         return StepResult(action=_CONTINUE)
 
 
-def _validate_input(model: Any, inputs: dict[str, Any]) -> None:
+def _validate_input(model: SchemaModel, inputs: dict[str, Any]) -> None:
     """Strict validation, through JSON when the inputs are JSON (as apcore: JSON-mode strictness)."""
     try:
         text = json.dumps(inputs)
@@ -146,7 +159,7 @@ class FastOutputValidation(PlannedStep, BuiltinOutputValidation):  # type: ignor
         return StepResult(action=_CONTINUE)
 
 
-def _redacted_output(redaction: Redaction, output: Any, view: SchemaView) -> Any:
+def _redacted_output(redaction: Redaction, output: dict[str, Any], view: SchemaView) -> dict[str, Any] | None:
     if view.has_json_schema:
         return view.redact(output, redaction)
     return dict(output) if output else None
