@@ -30,7 +30,7 @@ from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.names import module_id
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.results import mcp_result_of
-from apcore_mcp.upstream.scopes import UpstreamRuntime
+from apcore_mcp.upstream.toolsets import UpstreamRuntime
 from bench.catalogs import register_generated
 from bench.common import REPO_ROOT, median, percentile
 from bench.modules import ECHO_ID

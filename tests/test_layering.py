@@ -141,7 +141,7 @@ def test_the_graph_sees_known_edges() -> None:
     assert not found[("apcore_mcp.run.serve", "apcore_mcp.run.serving")].lazy
     assert found[("apcore_mcp.http.app", "apcore_mcp.replicas.shared")].lazy
     assert ("apcore_mcp.records", "apcore_mcp.behaviour") in found
-    assert ("apcore_mcp.upstream.serving", "apcore_mcp.http.scopes") not in found
+    assert ("apcore_mcp.upstream.serving", "apcore_mcp.http.toolsets") not in found
     assert cycles([Import("a", "b", 1, False), Import("b", "a", 1, False)]) == {("a", "b")}
 
 

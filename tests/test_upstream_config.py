@@ -1,4 +1,4 @@
-"""mcp.json: parsing, every validation message, ${VAR} expansion, secrets never shown, scopes, module ids."""
+"""mcp.json: parsing, every validation message, ${VAR} expansion, secrets never shown, toolsets, module ids."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from apcore_mcp.cli import build_parser
 from apcore_mcp.env import settings_from_env
 from apcore_mcp.settings import SettingError, Settings
 from apcore_mcp.upstream.config import (
-    DEFAULT_SCOPE,
+    DEFAULT_TOOLSET,
     ServerSpec,
     UpstreamConfigError,
     load_config,
@@ -125,7 +125,7 @@ def test_document_level_problems() -> None:
     assert problems_of([]) == ["mcp config: must be a JSON object"]
     assert problems_of({"mcpServers": []})[0].startswith("mcpServers: must be an object")
     assert problems_of({"mcpServers": {"": {"command": "x"}}})[0].startswith("mcpServers: server names")
-    assert problems_of({"mcpServers": {}, "scopes": []})[0].startswith("scopes: must be an object")
+    assert problems_of({"mcpServers": {}, "toolsets": []})[0].startswith("toolsets: must be an object")
 
 
 def test_every_problem_is_reported_at_once() -> None:
@@ -138,24 +138,24 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("scope", "where", "fragment"),
+    ("toolset", "where", "fragment"),
     [
-        ({"servers": ["nope"]}, "scopes.x.servers", "'nope' is neither a server nor an alias"),
-        ({"servers": 3}, "scopes.x.servers", 'must be "all"'),
-        ({"servers": "all", "modules": "yes"}, "scopes.x.modules", "must be true, false"),
-        ({"servers": "all", "modules": {"tags": "a"}}, "scopes.x.modules.tags", "list of non-empty strings"),
-        ({"servers": "all", "modules": {"prefix": ""}}, "scopes.x.modules.prefix", "non-empty string"),
-        ({"servers": "all", "toolMode": "grep"}, "scopes.x.toolMode", "list, search"),
-        ({"servers": "all", "extra": 1}, "scopes.x.extra", "unknown field"),
-        ("all", "scopes.x", "must be an object"),
+        ({"servers": ["nope"]}, "toolsets.x.servers", "'nope' is neither a server nor an alias"),
+        ({"servers": 3}, "toolsets.x.servers", 'must be "all"'),
+        ({"servers": "all", "modules": "yes"}, "toolsets.x.modules", "must be true, false"),
+        ({"servers": "all", "modules": {"tags": "a"}}, "toolsets.x.modules.tags", "list of non-empty strings"),
+        ({"servers": "all", "modules": {"prefix": ""}}, "toolsets.x.modules.prefix", "non-empty string"),
+        ({"servers": "all", "toolMode": "grep"}, "toolsets.x.toolMode", "list, search"),
+        ({"servers": "all", "extra": 1}, "toolsets.x.extra", "unknown field"),
+        ("all", "toolsets.x", "must be an object"),
     ],
 )
-def test_scope_problems(scope: Any, where: str, fragment: str) -> None:
-    found = problems_of({**servers(s={"command": "x"}), "scopes": {"x": scope}})
+def test_toolset_problems(toolset: Any, where: str, fragment: str) -> None:
+    found = problems_of({**servers(s={"command": "x"}), "toolsets": {"x": toolset}})
     assert any(text.startswith(f"{where}: ") and fragment in text for text in found), found
 
 
-def test_scopes_select_by_name_alias_all_and_comma_lists() -> None:
+def test_toolsets_select_by_name_alias_all_and_comma_lists() -> None:
     config = parse_config(
         {
             **servers(
@@ -164,7 +164,7 @@ def test_scopes_select_by_name_alias_all_and_comma_lists() -> None:
                 web={"url": "https://w.test/mcp"},
                 off={"command": "off", "enabled": False},
             ),
-            "scopes": {
+            "toolsets": {
                 "every": {"servers": "all"},
                 "listed": {"servers": ["web", "files"]},
                 "comma": {"servers": " web , files ,"},
@@ -175,18 +175,34 @@ def test_scopes_select_by_name_alias_all_and_comma_lists() -> None:
         },
         {},
     )
-    assert config.scope("every").servers == ("fs", "git", "web")  # the disabled one drops out
-    assert config.scope("listed").servers == ("web", "fs")
-    assert config.scope("comma").servers == ("web", "fs")
-    assert config.scope("group").servers == ("fs", "git") and not config.scope("group").modules
-    none = config.scope("none")
+    assert config.toolset("every").servers == ("fs", "git", "web")  # the disabled one drops out
+    assert config.toolset("listed").servers == ("web", "fs")
+    assert config.toolset("comma").servers == ("web", "fs")
+    assert config.toolset("group").servers == ("fs", "git") and not config.toolset("group").modules
+    none = config.toolset("none")
     assert (none.servers, none.tags, none.prefix, none.tool_mode) == ((), ("public",), "text.", "search")
-    assert config.scope("disabled").servers == ("web",)
+    assert config.toolset("disabled").servers == ("web",)
     assert config.skipped == {"off": "disabled"}
-    default = config.scope(DEFAULT_SCOPE)
+    default = config.toolset(DEFAULT_TOOLSET)
     assert default.implicit and default.servers == ("fs", "git", "web") and default.modules
-    with pytest.raises(KeyError, match="Unknown scope 'nope'"):
-        config.scope("nope")
+    with pytest.raises(KeyError, match="Unknown toolset 'nope'"):
+        config.toolset("nope")
+
+
+def test_the_old_key_scopes_is_read_with_a_deprecation_warning(caplog: pytest.LogCaptureFixture) -> None:
+    data = {**servers(s={"command": "x"}), "scopes": {"x": {"servers": ["s"]}}}
+    with pytest.warns(DeprecationWarning, match='"scopes" is deprecated, rename it "toolsets"'):
+        config = parse_config(data, {})
+    assert config.toolset("x").servers == ("s",)
+    assert '"scopes" is deprecated' in caplog.text  # for the operator, whose warnings filter hides the other
+    with pytest.warns(DeprecationWarning, match="scopes"):
+        found = problems_of({**servers(s={"command": "x"}), "scopes": {"x": {"servers": ["nope"]}}})
+    assert found == ["scopes.x.servers: 'nope' is neither a server nor an alias"]  # named as the file spells it
+
+
+def test_both_toolsets_and_scopes_is_an_error() -> None:
+    found = problems_of({**servers(s={"command": "x"}), "toolsets": {}, "scopes": {}})
+    assert found == ['scopes: the old name of "toolsets": give one of them, not both']
 
 
 def test_resolve_selection_trims_and_reports_unknown_entries() -> None:
@@ -288,7 +304,7 @@ def test_the_example_config_is_valid() -> None:
     config = load_config(example, environ)
     assert list(config.servers) == ["files", "memory", "github"] and config.skipped == {"legacy-search": "disabled"}
     assert dict(config.servers["memory"].env) == {"MEMORY_FILE_PATH": "/tmp/apcore-mcp-memory.json"}
-    assert config.scope("notes").servers == ("files", "memory") and config.scope("notes").tool_mode == "search"
+    assert config.toolset("notes").servers == ("files", "memory") and config.toolset("notes").tool_mode == "search"
 
 
 # -- settings -----------------------------------------------------------------------------------
@@ -314,12 +330,56 @@ def test_upstream_settings_from_flags_and_environment(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("mcp_config", " "), ("upstream_log_dir", ""), ("scope", ""), ("tool_mode", "grep"), ("upstreams", "yes")],
+    [("mcp_config", " "), ("upstream_log_dir", ""), ("toolset", ""), ("tool_mode", "grep"), ("upstreams", "yes")],
 )
 def test_upstream_settings_are_checked(field: str, value: Any) -> None:
     with pytest.raises(SettingError) as caught:
         Settings(**{field: value})
     assert caught.value.field == field
+
+
+def test_the_toolset_setting_under_its_old_name_scope(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.warns(DeprecationWarning, match="scope is deprecated: it is now toolset"):
+        settings = Settings(**{"mcp_config": "m.json", "scope": "work"})
+    assert settings.toolset == "work"
+    with pytest.warns(DeprecationWarning, match="scope is deprecated"):
+        assert settings.replace(scope="play").toolset == "play"
+    with pytest.raises(SettingError, match="toolset and scope .* are both given") as caught:
+        Settings(**{"toolset": "a", "scope": "b"})
+    assert caught.value.field == "toolset"
+
+    with pytest.warns(DeprecationWarning, match="APCORE_MCP_SCOPE is deprecated: it is now APCORE_MCP_TOOLSET"):
+        settings, _ = settings_from_env({"APCORE_MCP_CONFIG": "m.json", "APCORE_MCP_SCOPE": "work"})
+    assert settings.toolset == "work" and "APCORE_MCP_SCOPE is deprecated" in caplog.text
+    with pytest.raises(ValueError, match="APCORE_MCP_TOOLSET and APCORE_MCP_SCOPE .* are both given"):
+        settings_from_env({"APCORE_MCP_TOOLSET": "a", "APCORE_MCP_SCOPE": "b"})
+    assert settings_from_env({"APCORE_MCP_CONFIG": "m.json", "APCORE_MCP_TOOLSET": "a"})[0].toolset == "a"
+
+
+def test_the_toolset_flag_under_its_old_name_scope(capsys: pytest.CaptureFixture[str]) -> None:
+    from apcore_mcp.cli import _resolve
+
+    new = build_parser().parse_args(["--toolset", "work"])
+    assert _resolve(new, {})[0]["toolset"] == "work"
+    with pytest.warns(DeprecationWarning, match="--scope is deprecated: it is now --toolset"):
+        values, _ = _resolve(build_parser().parse_args(["--scope", "work"]), {})
+    assert values["toolset"] == "work" and "scope" not in values
+    with pytest.raises(SystemExit) as caught:
+        _resolve(build_parser().parse_args(["--scope", "a", "--toolset", "b"]), {})
+    assert caught.value.code == 1 and "--toolset and --scope" in capsys.readouterr().err
+    shown = build_parser().format_help()
+    assert "[--scope" not in shown and "deprecated old name: --scope" in " ".join(shown.split())
+
+
+def test_a_route_rule_on_the_old_toolset_paths_guards_the_new_ones() -> None:
+    from apcore_mcp.http.auth import AuthPolicy
+
+    rules = ("/scopes/team=team", "/scopesque=other", "/metrics=metrics:read")
+    with pytest.warns(DeprecationWarning, match="path /scopes/team is deprecated: it is now /toolsets/team"):
+        settings = Settings(auth="api-key", auth_api_keys=("a" * 64 + ":svc",), auth_route_scopes=rules)
+    assert settings.auth_route_scopes == ("/toolsets/team=team", "/scopesque=other", "/metrics=metrics:read")
+    required = AuthPolicy.for_settings(settings).required
+    assert required({"path": "/toolsets/team/mcp", "headers": []}) == {"team"}
 
 
 # -- module ids ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """``--mcp-config`` served for real: the CLI mounts an upstream (a subprocess of its own), lists and
-calls its tools over Streamable HTTP and stdio, serves a scope at ``/scopes/<name>/mcp``, reports
+calls its tools over Streamable HTTP and stdio, serves a toolset at ``/toolsets/<name>/mcp``, reports
 upstreams in ``/ready``, and reloads on SIGHUP keeping unchanged servers running."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from tests._support.upstreams import eventually, stdio_entry, upstream_children
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 
 
-def write_config(path: Path, servers: dict[str, Any], scopes: dict[str, Any] | None = None) -> Path:
-    path.write_text(json.dumps({"mcpServers": servers, "scopes": scopes or {}}))
+def write_config(path: Path, servers: dict[str, Any], toolsets: dict[str, Any] | None = None) -> Path:
+    path.write_text(json.dumps({"mcpServers": servers, "toolsets": toolsets or {}}))
     return path
 
 
@@ -58,14 +58,16 @@ async def test_upstream_tools_are_listed_and_called(served: tuple[RunningServer,
     assert "notes" in json.dumps(ready["upstreams"])
 
 
-async def test_a_scope_has_its_own_endpoint(served: tuple[RunningServer, Path]) -> None:
+async def test_a_toolset_has_its_own_endpoint(served: tuple[RunningServer, Path]) -> None:
     server, _config = served
-    async with Client(f"{server.base_url}/scopes/only_notes/mcp", mode="legacy") as client:
+    async with Client(f"{server.base_url}/toolsets/only_notes/mcp", mode="legacy") as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        result = await client.call_tool("notes.echo", {"text": "scoped"})
+        result = await client.call_tool("notes.echo", {"text": "in a toolset"})
     assert names and all(name.startswith("notes.") for name in names)
-    assert text_of(result) == "scoped"
-    assert httpx.get(f"{server.base_url}/scopes/nope/mcp", timeout=5).status_code in (404, 405)
+    assert text_of(result) == "in a toolset"
+    assert httpx.get(f"{server.base_url}/toolsets/nope/mcp", timeout=5).status_code in (404, 405)
+    moved = httpx.get(f"{server.base_url}/scopes/only_notes/mcp", timeout=5)  # the deprecated path
+    assert (moved.status_code, moved.headers["location"]) == (308, "../../toolsets/only_notes/mcp")
 
 
 def test_the_typescript_client_calls_an_upstream_tool(served: tuple[RunningServer, Path]) -> None:

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from apcore_mcp.limits import is_loopback_address
-from apcore_mcp.options import AUTH_MODES, WILDCARD_HOSTS, SettingError, check_positive, set_field
+from apcore_mcp.options import (
+    AUTH_MODES,
+    OLD_TOOLSETS_PREFIX,
+    TOOLSETS_PREFIX,
+    WILDCARD_HOSTS,
+    SettingError,
+    check_positive,
+    set_field,
+    warn_renamed,
+)
 from apcore_mcp.principal import check_scopes, parse_api_key, parse_scope_rules
 
 MIN_HMAC_SECRET = 32
@@ -54,6 +63,7 @@ def check_auth(s: Settings) -> None:
         raise SettingError("public_url", "public_url is required when auth is on and the host is a wildcard address")
     for name in (*_LISTS, "stdio_roles"):
         set_field(s, name, _strings(s, name))
+    set_field(s, "auth_route_scopes", tuple(_renamed_route(entry) for entry in s.auth_route_scopes))
     for name, check in _ENTRY_CHECKS.items():
         try:
             check(getattr(s, name), name)
@@ -68,6 +78,19 @@ def check_auth(s: Settings) -> None:
     if any(any(ch.isspace() for ch in role) for role in s.stdio_roles):
         raise SettingError("stdio_roles", "stdio_roles entries must be single words")
     _check_mode(s)
+
+
+def _renamed_route(entry: str) -> str:
+    """A rule on the old toolset paths (``/scopes/team``) guards the new ones (``/toolsets/team``).
+
+    Without this, a rule written for the old paths would silently stop guarding the endpoints.
+    """
+    path, sep, needed = entry.partition("=")
+    if path != OLD_TOOLSETS_PREFIX and not path.startswith(OLD_TOOLSETS_PREFIX + "/"):
+        return entry
+    renamed = TOOLSETS_PREFIX + path[len(OLD_TOOLSETS_PREFIX) :]
+    warn_renamed(f"auth_route_scopes path {path}", renamed, operator=True, stacklevel=6)
+    return renamed + sep + needed
 
 
 def _check_mode(s: Settings) -> None:

@@ -2,7 +2,7 @@
 
 Every route that runs a module ends in ``CallRouter`` (``calls.py``): a ``tools/call`` in
 either protocol era over Streamable HTTP, SSE or stdio, the explorer's call API,
-``invoke_tool`` in search mode (for its target), a scope endpoint's call, a resource read.
+``invoke_tool`` in search mode (for its target), a toolset endpoint's call, a resource read.
 Before the Executor runs the module, the router asks ``Authorization`` about that module,
 with the caller's ``CallContext`` built at the edge:
 

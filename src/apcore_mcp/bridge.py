@@ -26,9 +26,9 @@ from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.config import DEFAULT_SCOPE, ScopeSpec, UpstreamConfig, load_config
+from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig, load_config
 from apcore_mcp.upstream.module import upstream_server_of
-from apcore_mcp.upstream.scopes import ScopeSelection
+from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 if TYPE_CHECKING:
     from apcore_mcp.search import ToolSearch
@@ -36,16 +36,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def main_scope(config: UpstreamConfig, settings: Settings) -> ScopeSpec:
-    """The scope the main endpoint serves (``settings.scope``, else the implicit default).
+def main_toolset(config: UpstreamConfig, settings: Settings) -> ToolsetSpec:
+    """The toolset the main endpoint serves (``settings.toolset``, else the implicit default).
 
     Raises:
-        ValueError: ``settings.scope`` names no scope of the config.
+        ValueError: ``settings.toolset`` names no toolset of the config.
     """
     try:
-        return config.scope(settings.scope or DEFAULT_SCOPE)
+        return config.toolset(settings.toolset or DEFAULT_TOOLSET)
     except KeyError as exc:
-        raise ValueError(f"scope: {exc.args[0]}") from None
+        raise ValueError(f"toolset: {exc.args[0]}") from None
 
 
 def _both(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
@@ -130,8 +130,8 @@ class Bridge:
     """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
     upstream_config: UpstreamConfig | None = None
     """The ``mcp.json`` of ``settings.mcp_config``, as read at build (servers mount when serving starts)."""
-    selection: ScopeSelection | None = None
-    """The main endpoint's scope selection when a config is in use (swapped on reload)."""
+    selection: ToolsetSelection | None = None
+    """The main endpoint's toolset selection when a config is in use (swapped on reload)."""
     limits: CallLimits = field(default_factory=CallLimits)
     """The rate limit and concurrency cap every module run of this server is admitted by."""
     authorization: Authorization = field(default_factory=Authorization)
@@ -155,9 +155,9 @@ class Bridge:
     ) -> Bridge:
         """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
 
-        ``include`` narrows the served modules further (a scope's selection, see
-        ``apcore_mcp.upstream.scopes.scope_filter``). ``limits`` shares another server's rate
-        limit and concurrency cap (the per-scope endpoints share the main one's). Every route
+        ``include`` narrows the served modules further (a toolset's selection, see
+        ``apcore_mcp.upstream.toolsets.toolset_filter``). ``limits`` shares another server's rate
+        limit and concurrency cap (the per-toolset endpoints share the main one's). Every route
         to a module of this server runs it through ``router`` (in search mode, ``invoke_tool``
         through the router over the full catalog), whose ``authorization`` checks it first.
 
@@ -172,7 +172,7 @@ class Bridge:
             # Upstream tools register once their servers mount (when serving starts): follow the registry.
             settings = settings.replace(dynamic=True)
             upstream_config = load_config(config_path, os.environ, strict=settings.strict_upstreams)
-            selection = ScopeSelection(registry, main_scope(upstream_config, settings))
+            selection = ToolsetSelection(registry, main_toolset(upstream_config, settings))
             include = selection if include is None else _both(include, selection)
         executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
@@ -223,7 +223,7 @@ class Bridge:
         return bridge
 
     def refilter(self) -> None:
-        """Re-read the catalog (its scope selection may have changed); announce a changed tool list."""
+        """Re-read the catalog (its toolset selection may have changed); announce a changed tool list."""
         catalog = self._full_catalog or self.catalog
         before = catalog.records()
         catalog.load()

@@ -40,7 +40,7 @@ class ToolCatalog:
         self._tags = list(tags) if tags else None
         self._prefix = prefix
         self._include = include
-        """A further filter on module ids (a scope's selection), applied after ``tags``/``prefix``."""
+        """A further filter on module ids (a toolset's selection), applied after ``tags``/``prefix``."""
         self._lock = threading.Lock()
         self._records: dict[str, ToolRecord] = {}
         self._tools: dict[str, ToolRecord] = {}

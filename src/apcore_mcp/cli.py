@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from apcore_mcp._version import __version__
 from apcore_mcp.declared import default_of, options
 from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
+from apcore_mcp.options import both_spellings, old_spellings_note, warn_renamed
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError
 
 logger = logging.getLogger(__name__)
@@ -55,20 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
     for opt in [*LAUNCH_OPTIONS, *options()]:
         if opt.flag is None:
             continue
-        _add(parser, opt)
+        _add(parser, opt, opt.flag, opt.name, _help(opt))
+        for old, old_flag in zip(opt.old_names, opt.old_flags, strict=True):
+            _add(parser, opt, old_flag, _old_dest(old), argparse.SUPPRESS)
     return parser
 
 
-def _add(parser: argparse.ArgumentParser, opt: Option) -> None:
-    flag = opt.flag
-    assert flag is not None
+def _old_dest(old: str) -> str:
+    return f"old:{old}"
+
+
+def _help(opt: Option) -> str:
+    assert opt.flag is not None
     default_text = _default_text(opt)
     help_text = opt.help.replace("`", "").replace("%", "%%")
-    if opt.kind == "bool" and flag.startswith("--no-"):
+    if opt.kind == "bool" and opt.flag.startswith("--no-"):
         help_text = f"do not {help_text}"
     if default_text and default_text != "none":
         help_text += f" (default: {default_text.replace('`', '')})"
-    common: dict[str, Any] = {"dest": opt.name, "help": help_text, "default": None}
+    return help_text + old_spellings_note(opt.old_flags).replace("`", "")
+
+
+def _add(parser: argparse.ArgumentParser, opt: Option, flag: str, dest: str, help_text: str) -> None:
+    common: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
     if opt.kind == "bool":
         negated = flag.startswith("--no-")
         parser.add_argument(flag, action="store_false" if negated else "store_true", **common)
@@ -93,6 +103,7 @@ def _resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[dict
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)
     for opt in options():
+        _take_old_flags(args, opt)
         given = getattr(args, opt.name, None)
         if given is not None:
             values[opt.name] = tuple(given) if opt.kind == "list" else given
@@ -102,6 +113,18 @@ def _resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[dict
             launch[opt.name] = given
     values.setdefault("log_level", CLI_LOG_LEVEL)
     return values, launch
+
+
+def _take_old_flags(args: argparse.Namespace, opt: Option) -> None:
+    """A deprecated flag of ``opt`` stands for its new one, with a warning; both at once is an error."""
+    for old, old_flag in zip(opt.old_names, opt.old_flags, strict=True):
+        given = getattr(args, _old_dest(old), None)
+        if given is None:
+            continue
+        if getattr(args, opt.name, None) is not None:
+            _fail(both_spellings(old_flag, str(opt.flag)), EXIT_INVALID)
+        warn_renamed(old_flag, str(opt.flag), operator=True)
+        setattr(args, opt.name, given)
 
 
 def _check_args(values: dict[str, Any], launch: dict[str, Any]) -> Path:
@@ -173,7 +196,7 @@ def cli_table() -> str:
         metavar = f" {opt.metavar}" if opt.metavar and opt.kind != "bool" else ""
         default = _default_text(opt) if opt.kind != "bool" else ("on" if opt.flag.startswith("--no-") else "off")
         meaning = f"do not {opt.help}" if opt.kind == "bool" and opt.flag.startswith("--no-") else opt.help
-        rows.append(f"| `{opt.flag}{metavar}` | {default} | {meaning} |")
+        rows.append(f"| `{opt.flag}{metavar}` | {default} | {meaning}{old_spellings_note(opt.old_flags)} |")
     return "\n".join(["| flag | default | meaning |", "| --- | --- | --- |", *rows])
 
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from apcore_mcp.options import Option
+from apcore_mcp.options import Option, old_spellings_note
 from apcore_mcp.settings import Settings
 
 __all__ = ["default_of", "options", "parameters_table"]
@@ -36,6 +36,7 @@ def options() -> Iterator[Option]:
             metavar=spec["metavar"],
             secret=spec["secret"],
             default_text=spec["default_text"],
+            old_names=spec["old_names"],
         )
 
 
@@ -52,5 +53,5 @@ def parameters_table() -> str:
     for opt in options():
         default = default_of(opt.name)
         shown = opt.default_text or ("`None`" if default is None else f"`{default!r}`")
-        rows.append(f"| `{opt.name}` | {shown} | {opt.help} |")
+        rows.append(f"| `{opt.name}` | {shown} | {opt.help}{old_spellings_note(opt.old_names)} |")
     return "\n".join(["| parameter | default | meaning |", "| --- | --- | --- |", *rows])

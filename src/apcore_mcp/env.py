@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apcore_mcp.declared import options
+from apcore_mcp.options import both_spellings, old_spellings_note, warn_renamed
 from apcore_mcp.settings import ENV_PREFIX, Option, SettingError, Settings
 
 DEFAULT_EXTENSIONS_DIR = "examples/extensions"
@@ -79,12 +80,14 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 def env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(settings values, launch values)`` from the ``APCORE_MCP_*`` variables that are set.
 
+    A deprecated variable (``Option.old_env_vars``) stands for its new one, with a warning.
+
     Raises:
-        ValueError: an unknown ``APCORE_MCP_*`` variable or an unparsable value (the message
-            names the variable).
+        ValueError: an unknown ``APCORE_MCP_*`` variable, an unparsable value (the message
+            names the variable), or a setting given under its new and its old variable.
     """
     declared = [*options(), *LAUNCH_OPTIONS]
-    known = {opt.env_var for opt in declared if opt.env_var}
+    known = {opt.env_var for opt in declared if opt.env_var} | {old for opt in declared for old in opt.old_env_vars}
     unknown = sorted(key for key in environ if key.startswith(ENV_PREFIX) and key not in known)
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown setting (known: {', '.join(sorted(k for k in known if k))})")
@@ -92,14 +95,26 @@ def env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, An
     launch: dict[str, Any] = {}
     launch_names = {opt.name for opt in LAUNCH_OPTIONS}
     for opt in declared:
-        if opt.env_var is None or opt.env_var not in environ:
+        variable = _variable(opt, environ)
+        if variable is None:
             continue
         try:
-            value = PARSERS[opt.kind](environ[opt.env_var])
+            value = PARSERS[opt.kind](environ[variable])
         except ValueError as exc:
-            raise ValueError(f"{opt.env_var}: {exc}") from None
+            raise ValueError(f"{variable}: {exc}") from None
         (launch if opt.name in launch_names else values)[opt.name] = value
     return values, launch
+
+
+def _variable(opt: Option, environ: Mapping[str, str]) -> str | None:
+    """The variable of ``environ`` giving ``opt``: its own, or (warned about) a deprecated one."""
+    given = [old for old in opt.old_env_vars if old in environ]
+    if opt.env_var is None or not given:
+        return opt.env_var if opt.env_var is not None and opt.env_var in environ else None
+    if opt.env_var in environ:
+        raise ValueError(both_spellings(given[0], opt.env_var))
+    warn_renamed(given[0], opt.env_var, operator=True)
+    return given[0]
 
 
 def settings_from_env(environ: Mapping[str, str]) -> tuple[Settings, str]:
@@ -128,7 +143,7 @@ def settings_table() -> str:
     rows = []
     for opt in [*LAUNCH_OPTIONS, *options()]:
         if opt.env_var is not None:
-            rows.append(f"| `{opt.env_var}` | {opt.help}{_default_suffix(opt)} |")
+            rows.append(f"| `{opt.env_var}` | {opt.help}{_default_suffix(opt)}{old_spellings_note(opt.old_env_vars)} |")
     return "\n".join(["| variable | meaning |", "| --- | --- |", *rows])
 
 

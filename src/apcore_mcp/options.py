@@ -6,9 +6,13 @@ share them without importing each other.
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
@@ -20,6 +24,10 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 MAX_NAME_LENGTH = 255
 ENV_PREFIX = "APCORE_MCP_"
+TOOLSETS_PREFIX = "/toolsets"
+"""Under it, each toolset of ``mcp_config`` but the main one has its endpoint: ``/toolsets/<name>/mcp``."""
+OLD_TOOLSETS_PREFIX = "/scopes"
+"""The deprecated old prefix of the toolset endpoints (they were called scopes); it redirects."""
 
 Kind = Literal["str", "int", "float", "bool", "list", "choice"]
 
@@ -47,10 +55,23 @@ class Option:
     secret: bool = False
     default_text: str | None = None
     """How the default is shown in the docs when ``repr`` of the value would mislead."""
+    old_names: tuple[str, ...] = ()
+    """Deprecated names still accepted, each spelled like the new one: keyword, flag, variable."""
 
     @property
     def env_var(self) -> str | None:
         return None if self.env is None else ENV_PREFIX + self.env
+
+    @property
+    def old_flags(self) -> tuple[str, ...]:
+        if self.flag is None:
+            return ()
+        start = "--no-" if self.flag.startswith("--no-") else "--"
+        return tuple(start + old.replace("_", "-") for old in self.old_names)
+
+    @property
+    def old_env_vars(self) -> tuple[str, ...]:
+        return () if self.env is None else tuple(ENV_PREFIX + old.upper() for old in self.old_names)
 
 
 def option(
@@ -65,10 +86,13 @@ def option(
     metavar: str | None = None,
     secret: bool = False,
     default_text: str | None = None,
+    old_names: Sequence[str] = (),
 ) -> Any:
     """A dataclass field carrying its ``Option``; ``flag``/``env`` default to names derived from the field.
 
     ``flag=None`` or ``env=None`` keeps a setting off the command line or out of the environment.
+    ``old_names`` are the setting's deprecated names: each is still accepted, with a warning, as a
+    keyword, a flag and a variable spelled from it (``scope``: ``--scope``, ``APCORE_MCP_SCOPE``).
     """
     meta = {
         "spec": {
@@ -81,9 +105,32 @@ def option(
             "metavar": metavar,
             "secret": secret,
             "default_text": default_text,
+            "old_names": tuple(old_names),
         }
     }
     return field(default=default, metadata=meta)
+
+
+def warn_renamed(old: str, new: str, *, operator: bool = False, stacklevel: int = 3) -> None:
+    """A deprecated spelling was used: a ``DeprecationWarning`` (and, for an ``operator``, a logged WARNING).
+
+    An operator's command line, environment or config file is not a program run with warnings
+    shown, hence the log line; ``stacklevel`` counts from the caller of this function.
+    """
+    message = f"{old} is deprecated: it is now {new}"
+    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    if operator:
+        logger.warning(message)
+
+
+def old_spellings_note(spellings: Sequence[str]) -> str:
+    """`` (deprecated old name: `--scope`)`` for the docs' tables, or nothing."""
+    return f" (deprecated old name: {', '.join(f'`{old}`' for old in spellings)})" if spellings else ""
+
+
+def both_spellings(old: str, new: str) -> str:
+    """The message for a setting given under its name and its deprecated old name at once."""
+    return f"{new} and {old} (its deprecated old name) are both given: keep {new}"
 
 
 def normalize_transport(transport: str) -> str:

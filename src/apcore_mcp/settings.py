@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from apcore_mcp._version import __version__
 from apcore_mcp.limits import is_loopback_address
@@ -28,11 +28,14 @@ from apcore_mcp.options import (
     Option,
     SettingError,
     Transport,
+    both_spellings,
     normalize_log_level,
     normalize_transport,
     option,
+    warn_renamed,
 )
 from apcore_mcp.settings_checks import CHECKS, RESERVED_PATHS
+from apcore_mcp.settings_options import SettingsOptions
 
 __all__ = [
     "APPROVAL_MODES",
@@ -59,8 +62,8 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class Settings:
-    """How a server presents, protects and limits itself. Every field is checked on construction.
+class SettingsFields:
+    """How a server presents, protects and limits itself: the declarations (``Settings`` checks them).
 
     ``allowed_hosts`` / ``allowed_origins`` extend the Host and Origin allow-lists that
     DNS-rebinding protection starts from (the loopback names, plus ``host`` when it is a
@@ -407,14 +410,14 @@ class Settings:
     # -- upstreams -------------------------------------------------------------------------------
     mcp_config: str | None = option(
         None,
-        "Claude-style `mcp.json` (`mcpServers`, optional `scopes`) of upstream MCP servers to mount as tools",
+        "Claude-style `mcp.json` (`mcpServers`, optional `toolsets`) of upstream MCP servers to mount as tools",
         group="upstreams",
         env="CONFIG",
         metavar="FILE",
     )
     upstreams: bool = option(
         True,
-        "start the upstream servers of `--mcp-config` (when off, none starts and a scope naming servers fails)",
+        "start the upstream servers of `--mcp-config` (when off, none starts and a toolset naming servers fails)",
         group="upstreams",
         kind="bool",
     )
@@ -439,21 +442,18 @@ class Settings:
     tool_mode: str = option(
         "list",
         "`list` serves every tool; `search` serves `search_tools`, `describe_tool` and `invoke_tool` over them "
-        "(a scope's `toolMode` overrides it)",
+        "(a toolset's `toolMode` overrides it)",
         group="upstreams",
         kind="choice",
         choices=TOOL_MODES,
     )
-    scope: str | None = option(
+    toolset: str | None = option(
         None,
-        "the config scope served at `/mcp` (the others at `/scopes/<name>/mcp`)",
+        "the config toolset served at `/mcp` (the others at `/toolsets/<name>/mcp`)",
         group="upstreams",
         default_text="`default` (every server, every local module, unless the file defines it)",
+        old_names=("scope",),
     )
-
-    def __post_init__(self) -> None:
-        for check in CHECKS:
-            check(self)
 
     @property
     def keeps_stream_events(self) -> bool:
@@ -467,8 +467,39 @@ class Settings:
     def server_version(self) -> str:
         return self.version or __version__
 
+
+OLD_NAMES: dict[str, str] = {
+    old: item.name for item in dataclasses.fields(SettingsFields) for old in item.metadata["spec"]["old_names"]
+}
+"""Deprecated keyword -> the setting's name now (``option(old_names=...)``)."""
+
+
+class Settings(SettingsFields):
+    """The settings, every field checked on construction (a deprecated name is accepted, with a warning).
+
+    Raises:
+        SettingError: a bad value, or a setting given under its name and its old name at once.
+    """
+
+    def __init__(self, **values: Unpack[SettingsOptions]) -> None:
+        super().__init__(**new_names(dict(values)))
+        for check in CHECKS:
+            check(self)
+
     def replace(self, **changes: Any) -> Settings:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (checked again, as on construction)."""
+        return dataclasses.replace(self, **new_names(changes))
+
+
+def new_names(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with each deprecated keyword (``OLD_NAMES``) renamed to the setting's name, warned about."""
+    for old, new in OLD_NAMES.items():
+        if old in values:
+            if new in values:
+                raise SettingError(new, both_spellings(old, new))
+            warn_renamed(old, new, stacklevel=4)
+            values[new] = values.pop(old)
+    return values
 
 
 def is_loopback_host(host: str) -> bool:

@@ -159,7 +159,7 @@ def _whole(s: Settings, name: str, minimum: int) -> None:
 
 
 def _check_upstreams(s: Settings) -> None:
-    for what in ("mcp_config", "upstream_log_dir", "scope"):
+    for what in ("mcp_config", "upstream_log_dir", "toolset"):
         value = getattr(s, what)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise SettingError(what, f"{what} must not be empty")

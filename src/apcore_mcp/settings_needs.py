@@ -41,7 +41,7 @@ def _config(s: Settings) -> bool:
     return s.mcp_config is not None
 
 
-MOUNTING = ("mcp_config", "scope", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+MOUNTING = ("mcp_config", "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
 """The settings of mounting upstream servers: ``mcp_config`` and those meaning something only under it."""
 
 _AUTH = "auth is 'none' (set --auth jwt or --auth api-key)"

@@ -86,4 +86,4 @@ class SettingsOptions(TypedDict, total=False):
     upstream_log_dir: str | None
     upstream_max_message_bytes: int
     tool_mode: str
-    scope: str | None
+    toolset: str | None

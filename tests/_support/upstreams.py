@@ -19,7 +19,7 @@ from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.results import mcp_result_of
-from apcore_mcp.upstream.scopes import UpstreamRuntime
+from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 from tests._support.processes import stop_process, wait_ok
 
@@ -137,7 +137,7 @@ class Mount:
 async def mounted(
     data: dict[str, Any],
     *,
-    scopes: tuple[str, ...] = ("default",),
+    toolsets: tuple[str, ...] = ("default",),
     executor: Any = None,
     environ: dict[str, str] | None = None,
     enabled: bool = True,
@@ -151,7 +151,7 @@ async def mounted(
     async with UpstreamPool(redactor=config.redactor, log_dir=log_dir) as pool:
         runtime = UpstreamRuntime(executor.registry, pool, enabled=enabled)
         try:
-            await runtime.apply(config, scopes)
+            await runtime.apply(config, toolsets)
             yield Mount(runtime, executor)
         finally:
             await runtime.close()

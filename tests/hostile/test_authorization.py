@@ -2,7 +2,7 @@
 
 The routes: a ``tools/call`` in the handshake era and in 2026-07-28 over Streamable HTTP, over
 legacy SSE, the explorer's call API, ``invoke_tool`` in search mode (both eras, and from the
-explorer), and a scope endpoint ``/scopes/<name>/mcp`` of an ``mcp.json``. On each, a tool
+explorer), and a toolset endpoint ``/toolsets/<name>/mcp`` of an ``mcp.json``. On each, a tool
 needing the ``vault`` scope is refused to a caller whose token lacks it and runs for one that
 holds it; and the concurrency cap is shared fairly: a caller past its share is refused on
 every route (counted once through ``invoke_tool``) while another caller still gets in.
@@ -61,7 +61,7 @@ def registry() -> tuple[Registry, Sleeper]:
 
 def settings(tmp_path: Path, *, search: bool = False, **changes: Any) -> dict[str, Any]:
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {}, "scopes": {"team": {"modules": True}}}))
+    config.write_text(json.dumps({"mcpServers": {}, "toolsets": {"team": {"modules": True}}}))
     return {
         "auth": "api-key",
         "auth_api_keys": (api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="vault")),
@@ -180,8 +180,8 @@ ROUTES = [
         busy="503 Server busy: 1 of your calls are running (your share); retry shortly",
     ),
     Route(
-        "scope-endpoint",
-        lambda url, key, tool, args: over_mcp(f"{url}/scopes/team/mcp", key, tool, args, mode="legacy", search=False),
+        "toolset-endpoint",
+        lambda url, key, tool, args: over_mcp(f"{url}/toolsets/team/mcp", key, tool, args, mode="legacy", search=False),
     ),
 ]
 

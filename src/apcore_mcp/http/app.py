@@ -36,10 +36,10 @@ from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
-from apcore_mcp.http.scopes import ScopeEndpoints
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
+from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
@@ -104,9 +104,9 @@ def create_app(
     shared = _shared_state(bridge)
     if shared is not None:  # rate-limit buckets shared by the replicas (this process's while Redis is away)
         bridge.limits.buckets = shared.buckets(bridge.limits.buckets)
-    # One MCP endpoint per scope of the upstream config (the main scope is /mcp itself).
+    # One MCP endpoint per toolset of the upstream config (the main toolset is /mcp itself).
     endpoints = (
-        ScopeEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
+        ToolsetEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
     )
 
     @contextlib.asynccontextmanager

@@ -25,7 +25,7 @@ _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 DRAIN_SECONDS = 2.0
 """Longest time spent reading the rest of a refused body before answering 413."""
 JSONRPC_ENDPOINT = "/mcp"
-"""How the paths of the Streamable HTTP endpoints end (``/mcp``, ``/scopes/{name}/mcp``)."""
+"""How the paths of the Streamable HTTP endpoints end (``/mcp``, ``/toolsets/{name}/mcp``)."""
 
 
 def replaying(body: bytes, receive: Receive) -> Receive:

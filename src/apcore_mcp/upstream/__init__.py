@@ -1,13 +1,13 @@
-"""Upstream MCP servers mounted as apcore modules: config, shared handles, scopes, reload.
+"""Upstream MCP servers mounted as apcore modules: config, shared handles, toolsets, reload.
 
 Import from the submodules (this package imports nothing, so the call path, which needs only
 ``results``, does not load the client stack):
 
 - ``mount``: ``mount_upstreams(registry, settings, environ)`` for a serving process,
   ``reload_upstreams``, ``watch_config``;
-- ``config``: ``load_config`` / ``parse_config`` of ``mcp.json`` into ``ServerSpec`` / ``ScopeSpec``;
+- ``config``: ``load_config`` / ``parse_config`` of ``mcp.json`` into ``ServerSpec`` / ``ToolsetSpec``;
 - ``pool``: ``UpstreamPool`` and its ``Lease`` (shared, restarted, reaped servers);
 - ``source``: ``UpstreamSource`` (one server's tools in a registry);
-- ``scopes``: ``UpstreamRuntime.apply`` (scope switches, reloads) and ``scope_filter``;
+- ``toolsets``: ``UpstreamRuntime.apply`` (toolset switches, reloads) and ``toolset_filter``;
 - ``results``: ``MCP_RESULT_KEY``, ``to_output``, ``mcp_result_of`` (a result across the Executor).
 """

@@ -1,4 +1,4 @@
-"""The checks of one ``mcpServers`` entry and of the ``scopes``: each problem names its place."""
+"""The checks of one ``mcpServers`` entry and of the ``toolsets``: each problem names its place."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from apcore_mcp.upstream.specs import (
     ALL,
     DEFAULT_TIMEOUT,
     PROTOCOLS,
-    SCOPE_KEYS,
     SERVER_KEYS,
     SHARING,
     TOOL_MODES,
+    TOOLSET_KEYS,
     TRANSPORT_ALIASES,
     TRANSPORTS,
     Problem,
-    ScopeSpec,
     ServerSpec,
+    ToolsetSpec,
     resolve_selection,
 )
 
@@ -194,23 +194,26 @@ def check_aliases(raw_servers: Mapping[str, Any], problems: list[Problem]) -> di
     return groups
 
 
-def check_scopes(
+def check_toolsets(
     raw: Any,
     raw_servers: Mapping[str, Any],
     aliases: Mapping[str, Sequence[str]],
     servers: Mapping[str, ServerSpec],
     problems: list[Problem],
-) -> dict[str, ScopeSpec]:
+    *,
+    key: str = "toolsets",
+) -> dict[str, ToolsetSpec]:
+    """The toolsets of the file; ``key`` is the file's spelling (``toolsets``, or its old name ``scopes``)."""
     if not isinstance(raw, dict):
-        problems.append(Problem("scopes", "must be an object of scope name -> scope"))
+        problems.append(Problem(key, "must be an object of toolset name -> toolset"))
         return {}
-    scopes: dict[str, ScopeSpec] = {}
+    toolsets: dict[str, ToolsetSpec] = {}
     for name, body in raw.items():
-        where = f"scopes.{name}"
+        where = f"{key}.{name}"
         if not isinstance(body, dict):
             problems.append(Problem(where, "must be an object"))
             continue
-        for key in sorted(set(body) - SCOPE_KEYS):
+        for key in sorted(set(body) - TOOLSET_KEYS):
             problems.append(Problem(f"{where}.{key}", "unknown field"))
         selection = body.get("servers", [])
         if not isinstance(selection, str | list) or not all(isinstance(item, str) for item in selection):
@@ -223,8 +226,8 @@ def check_scopes(
         mode = body.get("toolMode")
         if mode is not None and mode not in TOOL_MODES:
             problems.append(Problem(f"{where}.toolMode", f"must be one of {', '.join(TOOL_MODES)}, got {mode!r}"))
-        # Servers skipped (disabled, missing variable) drop out; the scope serves the rest.
-        scopes[name] = ScopeSpec(
+        # Servers skipped (disabled, missing variable) drop out; the toolset serves the rest.
+        toolsets[name] = ToolsetSpec(
             name=name,
             servers=tuple(server for server in found if server in servers),
             modules=modules,
@@ -232,7 +235,7 @@ def check_scopes(
             prefix=prefix,
             tool_mode=mode,
         )
-    return scopes
+    return toolsets
 
 
 def _modules(value: Any, where: str, problems: list[Problem]) -> tuple[bool, tuple[str, ...] | None, str | None]:

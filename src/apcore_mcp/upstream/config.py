@@ -1,11 +1,12 @@
-"""``mcp.json``: the ``mcpServers`` map clients use, plus named scopes, parsed into frozen specs.
+"""``mcp.json``: the ``mcpServers`` map clients use, plus named toolsets, parsed into frozen specs.
 
 A server is either a command (stdio: ``command``, ``args``, ``env``, ``cwd``) or a URL
 (``url``, ``headers``, ``transport`` ``http`` | ``sse``). Optional per server: ``timeout``
 (seconds: the handshake and each request), ``enabled``, ``sharing`` (``shared`` |
 ``per-principal`` | ``per-session``), ``aliases`` and ``protocol`` (``auto`` | ``legacy``).
-``scopes`` name sets of servers (names, aliases or ``all``) and of local modules (``tags``,
-``prefix``, or ``false`` for none), each optionally in ``toolMode`` ``search``.
+``toolsets`` name sets of servers (names, aliases or ``all``) and of local modules (``tags``,
+``prefix``, or ``false`` for none), each optionally in ``toolMode`` ``search``. The old name of
+``toolsets``, ``scopes``, is still read, with a deprecation warning; both at once is a problem.
 
 Every problem in the file is reported at once, each naming its place (``mcpServers.gh.url``).
 A ``${VAR}`` with no value skips that server with a WARNING naming the server and the
@@ -16,23 +17,24 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from apcore_mcp.upstream.checks import check_aliases, check_scopes, check_server
+from apcore_mcp.upstream.checks import check_aliases, check_server, check_toolsets
 from apcore_mcp.upstream.expand import Redactor, expand
 from apcore_mcp.upstream.specs import (
     ALL,
-    DEFAULT_SCOPE,
     DEFAULT_TIMEOUT,
+    DEFAULT_TOOLSET,
     PROTOCOLS,
     SHARING,
     TOOL_MODES,
     TRANSPORTS,
     Problem,
-    ScopeSpec,
     ServerSpec,
+    ToolsetSpec,
     UpstreamConfig,
     UpstreamConfigError,
     resolve_selection,
@@ -40,15 +42,15 @@ from apcore_mcp.upstream.specs import (
 
 __all__ = [
     "ALL",
-    "DEFAULT_SCOPE",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TOOLSET",
     "PROTOCOLS",
     "SHARING",
     "TOOL_MODES",
     "TRANSPORTS",
     "Problem",
-    "ScopeSpec",
     "ServerSpec",
+    "ToolsetSpec",
     "UpstreamConfig",
     "UpstreamConfigError",
     "load_config",
@@ -57,6 +59,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+TOOLSETS_KEY = "toolsets"
+OLD_TOOLSETS_KEY = "scopes"
+"""The old name of ``toolsets`` (too easily read as OAuth scopes); still read, with a warning."""
 
 
 def load_config(path: str | Path, environ: Mapping[str, str], *, strict: bool = False) -> UpstreamConfig:
@@ -110,10 +116,24 @@ def parse_config(
             continue
         servers[name] = expanded
     aliases = check_aliases(raw_servers, problems)
-    scopes = check_scopes(data.get("scopes", {}), raw_servers, aliases, servers, problems)
+    key, raw_toolsets = _toolsets_entry(data, source, problems)
+    toolsets = check_toolsets(raw_toolsets, raw_servers, aliases, servers, problems, key=key)
     if problems:
         raise UpstreamConfigError(problems, source)
-    return UpstreamConfig(servers=servers, skipped=skipped, scopes=scopes, redactor=redactor)
+    return UpstreamConfig(servers=servers, skipped=skipped, toolsets=toolsets, redactor=redactor)
+
+
+def _toolsets_entry(data: dict[str, Any], source: str, problems: list[Problem]) -> tuple[str, Any]:
+    """``(key, toolsets)``: the file's toolsets under ``toolsets``, or under their old name ``scopes``."""
+    if OLD_TOOLSETS_KEY not in data:
+        return TOOLSETS_KEY, data.get(TOOLSETS_KEY, {})
+    if TOOLSETS_KEY in data:
+        problems.append(Problem(OLD_TOOLSETS_KEY, f'the old name of "{TOOLSETS_KEY}": give one of them, not both'))
+        return TOOLSETS_KEY, data[TOOLSETS_KEY]
+    message = f'{source}: "{OLD_TOOLSETS_KEY}" is deprecated, rename it "{TOOLSETS_KEY}"'
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    logger.warning(message)  # an operator's file: the warnings filter hides DeprecationWarning from them
+    return OLD_TOOLSETS_KEY, data[OLD_TOOLSETS_KEY]
 
 
 def _expand_spec(spec: ServerSpec, environ: Mapping[str, str], redactor: Redactor) -> tuple[ServerSpec, list[str]]:

@@ -42,7 +42,7 @@ class UpstreamTimeout(UpstreamError):
 
 
 class UpstreamsDisabled(UpstreamError):
-    """A scope needs upstream servers while upstreams are switched off (``no_upstreams``)."""
+    """A toolset needs upstream servers while upstreams are switched off (``no_upstreams``)."""
 
     code_name = "UPSTREAMS_DISABLED"
 

@@ -2,8 +2,8 @@
 
 ``mount_upstreams(registry, settings, environ)`` is the one entry point the run layer needs:
 an async context manager that loads the file, opens the pool, mounts the servers the served
-scopes use (the main one plus every scope of the file, each with its own endpoint) and stops
-them all on exit. ``reload_upstreams`` is a scope switch from the file as it is now (SIGHUP,
+toolsets use (the main one plus every toolset of the file, each with its own endpoint) and stops
+them all on exit. ``reload_upstreams`` is a toolset switch from the file as it is now (SIGHUP,
 or ``watch_config`` noticing a change); a file that no longer parses changes nothing.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.config import DEFAULT_SCOPE, UpstreamConfig, UpstreamConfigError, load_config
+from apcore_mcp.upstream.config import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
 from apcore_mcp.upstream.errors import UpstreamError
 from apcore_mcp.upstream.pool import UpstreamPool
-from apcore_mcp.upstream.scopes import Switch, UpstreamRuntime
+from apcore_mcp.upstream.toolsets import Switch, UpstreamRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +31,10 @@ class UpstreamStartError(RuntimeError):
     """Strict mode: a server of the config could not be mounted."""
 
 
-def served_scopes(config: UpstreamConfig, main: str | None) -> list[str]:
-    """The main endpoint's scope first, then every scope of the file (each has an endpoint)."""
-    first = main or DEFAULT_SCOPE
-    return [first, *(name for name in config.scopes if name != first)]
+def served_toolsets(config: UpstreamConfig, main: str | None) -> list[str]:
+    """The main endpoint's toolset first, then every toolset of the file (each has an endpoint)."""
+    first = main or DEFAULT_TOOLSET
+    return [first, *(name for name in config.toolsets if name != first)]
 
 
 @asynccontextmanager
@@ -45,9 +45,9 @@ async def mount_upstreams(
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
-        UpstreamsDisabled: upstreams are off and a served scope names servers.
+        UpstreamsDisabled: upstreams are off and a served toolset names servers.
         UpstreamStartError: strict, and a server could not be started.
-        KeyError: ``settings.scope`` names no scope of the file.
+        KeyError: ``settings.toolset`` names no toolset of the file.
     """
     if settings.mcp_config is None:
         yield None
@@ -61,7 +61,7 @@ async def mount_upstreams(
     ) as pool:
         runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams)
         try:
-            switch = await runtime.apply(config, served_scopes(config, settings.scope))
+            switch = await runtime.apply(config, served_toolsets(config, settings.toolset))
             if settings.strict_upstreams and switch.failed:
                 names = ", ".join(sorted(switch.failed))
                 raise UpstreamStartError(f"upstream server(s) not started (strict mode): {names}")
@@ -91,9 +91,9 @@ async def reload_upstreams(
     try:
         if config is None:
             config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
-        scopes = served_scopes(config, settings.scope)
+        toolsets = served_toolsets(config, settings.toolset)
         runtime.pool.redactor.add(config.redactor.secrets)
-        return await runtime.apply(config, scopes)
+        return await runtime.apply(config, toolsets)
     except (UpstreamConfigError, UpstreamError, KeyError) as exc:
         logger.error("Upstream config not reloaded, the running servers stay as they are: %s", exc)
         return None

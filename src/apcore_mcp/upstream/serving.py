@@ -1,8 +1,8 @@
 """Serving a bridge's upstream MCP servers: mount them, follow config changes, unmount on exit.
 
 Used by both runners (the HTTP app's lifespan and stdio), hence here, below both. A reload (SIGHUP, or the file's
-content changing) is a scope switch: servers no longer used stop, new ones start, unchanged
-ones keep running with their sessions; the main endpoint's selection and every scope endpoint
+content changing) is a toolset switch: servers no longer used stop, new ones start, unchanged
+ones keep running with their sessions; the main endpoint's selection and every toolset endpoint
 follow, and their clients get ``list_changed`` when their list changed.
 """
 
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from apcore_mcp.bridge import Bridge, main_scope
+from apcore_mcp.bridge import Bridge, main_toolset
 from apcore_mcp.upstream.mount import mount_upstreams, read_config, reload_upstreams, watch_config
-from apcore_mcp.upstream.scopes import UpstreamRuntime
+from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 if TYPE_CHECKING:
-    from apcore_mcp.http.scopes import ScopeEndpoints
+    from apcore_mcp.http.toolsets import ToolsetEndpoints
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ CONFIG_POLL_SECONDS = 2.0
 
 @contextlib.asynccontextmanager
 async def serving_upstreams(
-    bridge: Bridge, *, endpoints: ScopeEndpoints | None = None, handle_sighup: bool | None = None
+    bridge: Bridge, *, endpoints: ToolsetEndpoints | None = None, handle_sighup: bool | None = None
 ) -> AsyncIterator[UpstreamRuntime | None]:
     """The mounted upstream servers of ``bridge`` (``None`` without a config) while serving."""
     settings = bridge.settings
@@ -41,12 +41,12 @@ async def serving_upstreams(
         yield None
         return
     environ = os.environ
-    main = main_scope(bridge.upstream_config, settings).name
+    main = main_toolset(bridge.upstream_config, settings).name
     async with mount_upstreams(bridge.registry, settings, environ, config=bridge.upstream_config) as runtime:
         assert runtime is not None
         bridge.refilter()
-        serving_scopes = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()
-        async with serving_scopes, anyio.create_task_group() as tasks:
+        per_toolset = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()
+        async with per_toolset, anyio.create_task_group() as tasks:
 
             async def reload() -> None:
                 config = await anyio.to_thread.run_sync(read_config, settings, environ)  # file I/O
@@ -54,11 +54,11 @@ async def serving_upstreams(
                     return
                 switch = await reload_upstreams(runtime, settings, environ, config=config)
                 if switch is None:
-                    return  # refused (logged): servers, scopes and selection all stay as they were
+                    return  # refused (logged): servers, toolsets and selection all stay as they were
                 if endpoints is not None:
                     await endpoints.update(config, skip=main)
                 if bridge.selection is not None:
-                    bridge.selection.update(main_scope(config, settings))
+                    bridge.selection.update(main_toolset(config, settings))
                     bridge.refilter()
                 if endpoints is not None:
                     endpoints.refresh()

@@ -1,4 +1,4 @@
-"""The parsed form of ``mcp.json``: frozen server and scope specs, and how problems are reported."""
+"""The parsed form of ``mcp.json``: frozen server and toolset specs, and how problems are reported."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ TRANSPORT_ALIASES = {"streamable-http": "http", "streamablehttp": "http", "strea
 SHARING = ("shared", "per-principal", "per-session")
 PROTOCOLS = ("auto", "legacy")
 TOOL_MODES = ("list", "search")
-DEFAULT_SCOPE = "default"
+DEFAULT_TOOLSET = "default"
 DEFAULT_TIMEOUT = 30.0
 ALL = "all"
 
@@ -21,7 +21,7 @@ SERVER_KEYS = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "timeout", "enabled", "sharing"}
     | {"aliases", "protocol", "description"}
 )
-SCOPE_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
+TOOLSET_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class ServerSpec:
 
 
 @dataclass(frozen=True)
-class ScopeSpec:
+class ToolsetSpec:
     """A named view: which upstream servers and which local modules it serves, and how."""
 
     name: str
@@ -86,7 +86,7 @@ class ScopeSpec:
     prefix: str | None = None
     tool_mode: str | None = None
     implicit: bool = False
-    """Made up because the file names no such scope (the default scope: every server)."""
+    """Made up because the file names no such toolset (the default toolset: every server)."""
 
 
 @dataclass(frozen=True)
@@ -95,20 +95,20 @@ class UpstreamConfig:
     """Enabled servers whose placeholders all resolved."""
     skipped: Mapping[str, str] = field(default_factory=dict)
     """Servers left out, with the reason (disabled, a missing variable)."""
-    scopes: Mapping[str, ScopeSpec] = field(default_factory=dict)
+    toolsets: Mapping[str, ToolsetSpec] = field(default_factory=dict)
     redactor: Redactor = field(default_factory=Redactor)
 
-    def scope(self, name: str = DEFAULT_SCOPE) -> ScopeSpec:
-        """The named scope; the default scope (every server, every local module) when not in the file.
+    def toolset(self, name: str = DEFAULT_TOOLSET) -> ToolsetSpec:
+        """The named toolset; the default toolset (every server, every local module) when not in the file.
 
         Raises:
-            KeyError: for an unknown scope name other than the default.
+            KeyError: for an unknown toolset name other than the default.
         """
-        if name in self.scopes:
-            return self.scopes[name]
-        if name == DEFAULT_SCOPE:
-            return ScopeSpec(DEFAULT_SCOPE, servers=tuple(self.servers), implicit=True)
-        raise KeyError(f"Unknown scope {name!r}; the config defines: {', '.join(sorted(self.scopes)) or 'none'}")
+        if name in self.toolsets:
+            return self.toolsets[name]
+        if name == DEFAULT_TOOLSET:
+            return ToolsetSpec(DEFAULT_TOOLSET, servers=tuple(self.servers), implicit=True)
+        raise KeyError(f"Unknown toolset {name!r}; the config defines: {', '.join(sorted(self.toolsets)) or 'none'}")
 
 
 def resolve_selection(

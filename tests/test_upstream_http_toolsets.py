@@ -1,4 +1,4 @@
-"""One MCP endpoint per scope over real HTTP, and reloads: from the file, by scope switch, with list_changed."""
+"""One MCP endpoint per toolset over real HTTP, and reloads: from the file, by toolset switch, with list_changed."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from apcore import Executor, Registry
 from mcp import Client
 from starlette.applications import Starlette
 
-from apcore_mcp.http.scopes import ScopeEndpoints
+from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
-from apcore_mcp.upstream.mount import mount_upstreams, reload_upstreams, served_scopes, watch_config
-from apcore_mcp.upstream.scopes import UpstreamRuntime
+from apcore_mcp.upstream.mount import mount_upstreams, reload_upstreams, served_toolsets, watch_config
+from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 from tests._support.sessions import Inbox
 from tests._support.upstreams import gone, pid_of, stdio_entry, upstream_children
@@ -35,13 +35,13 @@ def no_child_left() -> Iterator[None]:
     assert upstream_children() == {}
 
 
-def document(scopes: dict[str, Any]) -> dict[str, Any]:
-    return {"mcpServers": SERVERS, "scopes": scopes}
+def document(toolsets: dict[str, Any]) -> dict[str, Any]:
+    return {"mcpServers": SERVERS, "toolsets": toolsets}
 
 
 @contextlib.asynccontextmanager
-async def serving(endpoints: ScopeEndpoints, config: Any) -> AsyncIterator[str]:
-    """The scope endpoints in a Starlette app on uvicorn, 127.0.0.1, a free port; yields the base URL."""
+async def serving(endpoints: ToolsetEndpoints, config: Any) -> AsyncIterator[str]:
+    """The toolset endpoints in a Starlette app on uvicorn, 127.0.0.1, a free port; yields the base URL."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -66,35 +66,39 @@ async def tool_names(client: Client) -> set[str]:
     return {tool.name for tool in (await client.list_tools()).tools}
 
 
-async def test_each_scope_has_its_endpoint_and_a_reload_switches_them(tmp_path: Path) -> None:
+async def test_each_toolset_has_its_endpoint_and_a_reload_switches_them(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
-    scopes = {"left": {"servers": ["a"], "modules": False}, "finder": {"servers": "all", "toolMode": "search"}}
-    path.write_text(json.dumps(document(scopes)))
-    settings = Settings(mcp_config=str(path), scope="left")
+    toolsets = {"left": {"servers": ["a"], "modules": False}, "finder": {"servers": "all", "toolMode": "search"}}
+    path.write_text(json.dumps(document(toolsets)))
+    settings = Settings(mcp_config=str(path), toolset="left")
     executor = Executor(Registry())
     async with mount_upstreams(executor.registry, settings, {}) as runtime:
         assert isinstance(runtime, UpstreamRuntime)
         assert set(runtime.sources) == {"a", "b", "c"}  # "finder" uses every server
-        endpoints = ScopeEndpoints(executor, settings)
+        endpoints = ToolsetEndpoints(executor, settings)
         inbox = Inbox()
         async with serving(endpoints, runtime.config) as base:
             async with httpx.AsyncClient() as http:
-                assert (await http.post(f"{base}/scopes/nope/mcp", json={})).status_code == 404
+                assert (await http.post(f"{base}/toolsets/nope/mcp", json={})).status_code == 404
+                moved = await http.post(f"{base}/scopes/left/mcp?x=1", json={})  # the deprecated path
+                assert (moved.status_code, moved.headers["location"]) == (308, "../../toolsets/left/mcp?x=1")
             async with (
-                Client(f"{base}/scopes/left/mcp", mode="legacy", message_handler=inbox.handler) as left,
-                Client(f"{base}/scopes/finder/mcp", mode="legacy") as finder,
+                Client(f"{base}/toolsets/left/mcp", mode="legacy", message_handler=inbox.handler) as left,
+                Client(f"{base}/toolsets/finder/mcp", mode="legacy") as finder,
             ):
                 assert await tool_names(left) == set(executor.registry.list(prefix="a."))
                 assert await tool_names(finder) == {"search_tools", "describe_tool", "invoke_tool"}
+                async with Client(f"{base}/scopes/left/mcp", mode="legacy") as old:  # follows the redirect
+                    assert await tool_names(old) == await tool_names(left)
                 found = await finder.session.call_tool("search_tools", {"query": "gen_001"})
                 assert found.structured_content["tools"][0]["name"] == "c.gen_001"
                 c_pid = await pid_of(executor, "c.pid")
 
-                # The file changes: "left" also takes b, "finder" goes, so c is used by no scope.
-                new_scopes = {"left": {"servers": ["a", "b"], "modules": False}}
-                path.write_text(json.dumps(document(new_scopes)))
+                # The file changes: "left" also takes b, "finder" goes, so c is used by no toolset.
+                new_toolsets = {"left": {"servers": ["a", "b"], "modules": False}}
+                path.write_text(json.dumps(document(new_toolsets)))
                 inbox.clear()
-                await endpoints.update(parse_config(document(new_scopes), {}))
+                await endpoints.update(parse_config(document(new_toolsets), {}))
                 switch = await reload_upstreams(runtime, settings, {})
                 assert switch is not None and switch.stopped == ["c"] and sorted(switch.kept) == ["a", "b"]
                 endpoints.refresh()
@@ -110,10 +114,10 @@ async def test_each_scope_has_its_endpoint_and_a_reload_switches_them(tmp_path: 
             assert sorted(runtime.sources) == ["a", "b"]
 
 
-async def test_served_scopes_put_the_main_scope_first() -> None:
+async def test_served_toolsets_put_the_main_toolset_first() -> None:
     config = parse_config(document({"x": {"servers": ["a"]}, "y": {"servers": ["b"]}}), {})
-    assert served_scopes(config, None) == ["default", "x", "y"]
-    assert served_scopes(config, "y") == ["y", "x"]
+    assert served_toolsets(config, None) == ["default", "x", "y"]
+    assert served_toolsets(config, "y") == ["y", "x"]
 
 
 async def test_watch_config_calls_back_when_the_content_changes(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Scope switches and reloads, by PID: exactly the changed servers stop and start, the rest keep running."""
+"""Toolset switches and reloads, by PID: exactly the changed servers stop and start, the rest keep running."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled
 from apcore_mcp.upstream.pool import UpstreamPool
-from apcore_mcp.upstream.scopes import UpstreamRuntime, scope_filter, upstream_server_of
+from apcore_mcp.upstream.toolsets import UpstreamRuntime, toolset_filter, upstream_server_of
 
 from tests._support.modules import make_registry
 from tests._support.upstreams import gone, mounted, pid_of, stdio_entry, upstream_children
@@ -25,23 +25,23 @@ def no_child_left() -> Iterator[None]:
     assert upstream_children() == {}
 
 
-def config(scopes: dict[str, Any] | None = None, **entries: Any) -> Any:
-    return parse_config({"mcpServers": entries, "scopes": scopes or {}}, {})
+def config(toolsets: dict[str, Any] | None = None, **entries: Any) -> Any:
+    return parse_config({"mcpServers": entries, "toolsets": toolsets or {}}, {})
 
 
 THREE = {"a": stdio_entry(), "b": stdio_entry(), "c": stdio_entry()}
-SCOPES = {"one": {"servers": ["a"]}, "two": {"servers": "b, c"}, "ab": {"servers": ["a", "b"]}, "none": {}}
+TOOLSETS = {"one": {"servers": ["a"]}, "two": {"servers": "b, c"}, "ab": {"servers": ["a", "b"]}, "none": {}}
 
 
 async def pids(executor: Any, runtime: UpstreamRuntime) -> dict[str, int]:
     return {name: await pid_of(executor, f"{name}.pid") for name in sorted(runtime.sources)}
 
 
-async def test_scope_switches_stop_and_start_exactly_the_difference() -> None:
+async def test_toolset_switches_stop_and_start_exactly_the_difference() -> None:
     executor = Executor(Registry())
     async with UpstreamPool() as pool:
         runtime = UpstreamRuntime(executor.registry, pool)
-        cfg = config(SCOPES, **THREE)
+        cfg = config(TOOLSETS, **THREE)
         await runtime.apply(cfg, ["one"])
         first = await pids(executor, runtime)
         assert set(first) == {"a"} and set(upstream_children()) == set(first.values())
@@ -62,19 +62,19 @@ async def test_scope_switches_stop_and_start_exactly_the_difference() -> None:
         assert not [module for module in executor.registry.list() if upstream_server_of(executor.registry, module)]
 
 
-async def test_nested_scopes_leave_the_outer_servers_running() -> None:
+async def test_nested_toolsets_leave_the_outer_servers_running() -> None:
     executor = Executor(Registry())
-    scopes = {"global": {"servers": ["a"]}, "role": {"servers": ["b"]}, "agent": {"servers": ["a", "c"]}}
+    toolsets = {"global": {"servers": ["a"]}, "role": {"servers": ["b"]}, "agent": {"servers": ["a", "c"]}}
     async with UpstreamPool() as pool:
         runtime = UpstreamRuntime(executor.registry, pool)
-        cfg = config(scopes, **THREE)
+        cfg = config(toolsets, **THREE)
         await runtime.apply(cfg, ["global"])
         outer = await pid_of(executor, "a.pid")
-        await runtime.apply(cfg, ["global", "role"])  # a child scope on top: the parent's server is untouched
+        await runtime.apply(cfg, ["global", "role"])  # a child toolset on top: the parent's server is untouched
         assert await pid_of(executor, "a.pid") == outer and set(runtime.sources) == {"a", "b"}
         await runtime.apply(cfg, ["global"])  # the child exits
         assert await pid_of(executor, "a.pid") == outer and set(runtime.sources) == {"a"}
-        await runtime.apply(cfg, ["agent"])  # a scope sharing a server with the one it replaces
+        await runtime.apply(cfg, ["agent"])  # a toolset sharing a server with the one it replaces
         assert await pid_of(executor, "a.pid") == outer and set(runtime.sources) == {"a", "c"}
         await runtime.close()
         assert gone(outer)
@@ -114,14 +114,14 @@ async def test_handles_are_shared_across_runtimes_of_one_pool() -> None:
         assert gone(shared)
 
 
-async def test_with_upstreams_off_nothing_starts_and_a_scope_naming_servers_fails() -> None:
+async def test_with_upstreams_off_nothing_starts_and_a_toolset_naming_servers_fails() -> None:
     executor = Executor(Registry())
     cfg = config({"work": {"servers": ["a", "b"]}, "local": {"modules": True}}, **THREE)
     async with UpstreamPool() as pool:
         runtime = UpstreamRuntime(executor.registry, pool, enabled=False)
-        assert (await runtime.apply(cfg)).started == []  # the implicit default scope: nothing to refuse
+        assert (await runtime.apply(cfg)).started == []  # the implicit default toolset: nothing to refuse
         assert (await runtime.apply(cfg, ["local"])).started == []
-        with pytest.raises(UpstreamsDisabled, match=r"scope 'work' needs upstream servers \(a, b\) but upstream"):
+        with pytest.raises(UpstreamsDisabled, match=r"toolset 'work' needs upstream servers \(a, b\) but upstream"):
             await runtime.apply(cfg, ["work"])
         assert upstream_children() == {} and runtime.sources == {}
 
@@ -142,20 +142,20 @@ async def test_sharing_policies_key_the_server_per_principal() -> None:
         assert len(upstream_children()) == 5  # own: listing + alice + bob + anonymous; all: one
 
 
-async def test_a_scope_serves_its_servers_tools_and_the_local_modules_it_selects() -> None:
+async def test_a_toolset_serves_its_servers_tools_and_the_local_modules_it_selects() -> None:
     registry = make_registry()
     executor = Executor(registry)
     data = {
         "mcpServers": {"a": stdio_entry(), "b": stdio_entry()},
-        "scopes": {
+        "toolsets": {
             "pub": {"servers": ["a"], "modules": {"tags": ["public"]}},
             "bare": {"servers": ["b"], "modules": False},
         },
     }
-    async with mounted(data, executor=executor, scopes=("pub", "bare")) as mount:
+    async with mounted(data, executor=executor, toolsets=("pub", "bare")) as mount:
         cfg = mount.runtime.config
-        pub = Bridge.build(executor, Settings(dynamic=True), include=scope_filter(registry, cfg.scope("pub")))
-        bare = Bridge.build(executor, Settings(), include=scope_filter(registry, cfg.scope("bare")))
+        pub = Bridge.build(executor, Settings(dynamic=True), include=toolset_filter(registry, cfg.toolset("pub")))
+        bare = Bridge.build(executor, Settings(), include=toolset_filter(registry, cfg.toolset("bare")))
         try:
             pub_names = {record.name for record in pub.catalog.records()}
             bare_names = {record.name for record in bare.catalog.records()}
@@ -164,7 +164,7 @@ async def test_a_scope_serves_its_servers_tools_and_the_local_modules_it_selects
             assert bare_names == set(registry.list(prefix="b."))
             await mount.executor.call_async("b.grow", {"name": "extra"}, Context.create())
             await mount.runtime.sources["b"].refresh()
-            assert registry.has("b.extra") and pub.catalog.get("b.extra") is None  # another scope's change
+            assert registry.has("b.extra") and pub.catalog.get("b.extra") is None  # another toolset's change
         finally:
             pub.close()
 

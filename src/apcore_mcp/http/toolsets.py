@@ -1,12 +1,16 @@
-"""One Streamable HTTP MCP endpoint per config scope: ``/scopes/<name>/mcp``.
+"""One Streamable HTTP MCP endpoint per config toolset: ``/toolsets/<name>/mcp``.
 
-Each scope gets its own ``Bridge`` (catalog, call router, list-change notifier) over the
-shared registry and executor, narrowed by the scope's selection, in the scope's tool mode,
-and its own session manager. Upstream handles are shared: two scopes naming one server use
-one process. ``update(config)`` follows a reload: new scopes get an endpoint, dropped ones
-lose it (their sessions end), and a scope whose selection changed re-reads its catalog and
+Each toolset gets its own ``Bridge`` (catalog, call router, list-change notifier) over the
+shared registry and executor, narrowed by the toolset's selection, in the toolset's tool mode,
+and its own session manager. Upstream handles are shared: two toolsets naming one server use
+one process. ``update(config)`` follows a reload: new toolsets get an endpoint, dropped ones
+lose it (their sessions end), and a toolset whose selection changed re-reads its catalog and
 tells its clients (``list_changed``). Call it before ``UpstreamRuntime.apply`` so the
 registrations that follow are filtered by the new selections, then again after it.
+
+The old path ``/scopes/<name>/mcp`` answers a 308 redirect to the new one: MCP clients follow a
+same-origin 307/308 with the method and body kept, and every request is then judged (auth
+route rules included) on the one path that serves. Its first use logs a deprecation WARNING.
 
 Wiring (the app factory): ``routes`` into the app (behind the Host/Origin guard), and
 ``async with endpoints.run(config):`` in the lifespan.
@@ -21,6 +25,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.abc
@@ -33,30 +38,54 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.limits import CallLimits
+from apcore_mcp.options import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings_needs import MOUNTING
-from apcore_mcp.upstream.config import ScopeSpec, UpstreamConfig
-from apcore_mcp.upstream.scopes import ScopeSelection
+from apcore_mcp.upstream.config import ToolsetSpec, UpstreamConfig
+from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 logger = logging.getLogger(__name__)
 
-SCOPE_PATH = "/scopes/{name}/mcp"
+TOOLSET_PATH = TOOLSETS_PREFIX + "/{name}/mcp"
+OLD_TOOLSET_PATH = OLD_TOOLSETS_PREFIX + "/{name}/mcp"
+"""Deprecated: the path toolsets were served at when they were called scopes."""
 
 
 def endpoint_settings(settings: Settings, tool_mode: str) -> Settings:
-    """A scope endpoint's settings: the server's, in the scope's tool mode, without its filters and mounting.
+    """A toolset endpoint's settings: the server's, in the toolset's tool mode, without its filters and mounting.
 
-    The scope's own selection replaces the server-wide tags/prefix filters; the mounting
+    The toolset's own selection replaces the server-wide tags/prefix filters; the mounting
     settings go back to their defaults (set without ``mcp_config`` they would stop the start).
     """
     defaults = {field.name: field.default for field in dataclasses.fields(Settings) if field.name in MOUNTING}
     return settings.replace(tool_mode=tool_mode, dynamic=True, tags=None, prefix=None, **defaults)
 
 
+class MovedToolset:
+    """``/scopes/<name>/mcp`` (deprecated): a permanent redirect to ``/toolsets/<name>/mcp``.
+
+    The ``Location`` is relative (``../../toolsets/<name>/mcp``), so it stays right behind a
+    proxy that serves us under a path prefix.
+    """
+
+    def __init__(self) -> None:
+        self._warned = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning("A client used the deprecated path %s; it is now %s", OLD_TOOLSET_PATH, TOOLSET_PATH)
+        name = quote(str(scope.get("path_params", {}).get("name", "")), safe="")
+        query = scope.get("query_string", b"").decode("latin-1")
+        location = f"../..{TOOLSET_PATH.format(name=name)}" + (f"?{query}" if query else "")
+        response = PlainTextResponse(f"Moved to {TOOLSET_PATH.format(name=name)}", 308, {"Location": location})
+        await response(scope, receive, send)
+
+
 @dataclass(eq=False)
-class ScopeEndpoint:
+class ToolsetEndpoint:
     name: str
-    selection: ScopeSelection
+    selection: ToolsetSelection
     bridge: Bridge
     manager: SessionManager
     front: ASGIApp
@@ -64,8 +93,8 @@ class ScopeEndpoint:
     stopped: anyio.Event = field(default_factory=anyio.Event)
 
 
-class ScopeEndpoints:
-    """The per-scope endpoints of one app (see the module doc)."""
+class ToolsetEndpoints:
+    """The per-toolset endpoints of one app (see the module doc)."""
 
     def __init__(
         self,
@@ -78,12 +107,12 @@ class ScopeEndpoints:
         self._settings = settings
         self._security = security
         self._limits = limits
-        self._endpoints: dict[str, ScopeEndpoint] = {}
+        self._endpoints: dict[str, ToolsetEndpoint] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
     @property
     def routes(self) -> list[BaseRoute]:
-        return [Route(SCOPE_PATH, endpoint=self)]
+        return [Route(TOOLSET_PATH, endpoint=self), Route(OLD_TOOLSET_PATH, endpoint=MovedToolset())]
 
     @property
     def names(self) -> list[str]:
@@ -92,13 +121,13 @@ class ScopeEndpoints:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self._endpoints.get(str(scope.get("path_params", {}).get("name", "")))
         if endpoint is None or endpoint.stop.is_set():
-            await PlainTextResponse("Unknown scope", status_code=404)(scope, receive, send)
+            await PlainTextResponse("Unknown toolset", status_code=404)(scope, receive, send)
             return
         await endpoint.front(scope, receive, send)
 
     @asynccontextmanager
-    async def run(self, config: UpstreamConfig, *, skip: str | None = None) -> AsyncIterator[ScopeEndpoints]:
-        """Serve an endpoint for every scope of ``config`` (but ``skip``, the main endpoint's) until exit."""
+    async def run(self, config: UpstreamConfig, *, skip: str | None = None) -> AsyncIterator[ToolsetEndpoints]:
+        """Serve an endpoint for every toolset of ``config`` (but ``skip``, the main endpoint's) until exit."""
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
@@ -111,32 +140,32 @@ class ScopeEndpoints:
                 task_group.cancel_scope.cancel()
 
     async def update(self, config: UpstreamConfig, *, skip: str | None = None) -> None:
-        """Endpoints for exactly the scopes of ``config`` (see the module doc)."""
-        wanted = {name: scope for name, scope in config.scopes.items() if name != skip}
+        """Endpoints for exactly the toolsets of ``config`` (see the module doc)."""
+        wanted = {name: toolset for name, toolset in config.toolsets.items() if name != skip}
         for name in [name for name in self._endpoints if name not in wanted]:
             await self._close(self._endpoints.pop(name))
-        for name, scope in wanted.items():
+        for name, toolset in wanted.items():
             endpoint = self._endpoints.get(name)
-            if endpoint is None or endpoint.bridge.settings.tool_mode != self._mode(scope):
+            if endpoint is None or endpoint.bridge.settings.tool_mode != self._mode(toolset):
                 if endpoint is not None:
                     await self._close(endpoint)
-                self._endpoints[name] = await self._open(scope)
-            elif endpoint.selection.update(scope):
+                self._endpoints[name] = await self._open(toolset)
+            elif endpoint.selection.update(toolset):
                 endpoint.bridge.refilter()
 
     def refresh(self) -> None:
-        """Re-read every scope's catalog (after mounts changed under unchanged selections)."""
+        """Re-read every toolset's catalog (after mounts changed under unchanged selections)."""
         for endpoint in self._endpoints.values():
             endpoint.bridge.refilter()
 
-    def _mode(self, scope: ScopeSpec) -> str:
-        return scope.tool_mode or self._settings.tool_mode
+    def _mode(self, toolset: ToolsetSpec) -> str:
+        return toolset.tool_mode or self._settings.tool_mode
 
-    async def _open(self, scope: ScopeSpec) -> ScopeEndpoint:
+    async def _open(self, toolset: ToolsetSpec) -> ToolsetEndpoint:
         if self._task_group is None:
-            raise RuntimeError("ScopeEndpoints.update() outside run()")
-        selection = ScopeSelection(self._executor.registry, scope)
-        settings = endpoint_settings(self._settings, self._mode(scope))
+            raise RuntimeError("ToolsetEndpoints.update() outside run()")
+        selection = ToolsetSelection(self._executor.registry, toolset)
+        settings = endpoint_settings(self._settings, self._mode(toolset))
         bridge = Bridge.build(self._executor, settings, include=selection, limits=self._limits)
         # The same limits and fixes as /mcp (see http/app.py); no event store, so nothing to resume.
         manager = SessionManager(
@@ -149,12 +178,12 @@ class ScopeEndpoints:
             max_sessions=settings.max_sessions,
             max_request_body_size=settings.max_body_bytes,
         )
-        endpoint = ScopeEndpoint(scope.name, selection, bridge, manager, McpFront(manager.handle_request))
+        endpoint = ToolsetEndpoint(toolset.name, selection, bridge, manager, McpFront(manager.handle_request))
         await self._task_group.start(self._serve, endpoint)
-        logger.info("Scope %r served at %s", scope.name, SCOPE_PATH.format(name=scope.name))
+        logger.info("Toolset %r served at %s", toolset.name, TOOLSET_PATH.format(name=toolset.name))
         return endpoint
 
-    async def _serve(self, endpoint: ScopeEndpoint, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def _serve(self, endpoint: ToolsetEndpoint, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         try:
             async with endpoint.manager.run():
                 endpoint.bridge.notifier.bind(asyncio.get_running_loop())
@@ -164,6 +193,6 @@ class ScopeEndpoints:
             endpoint.bridge.close()
             endpoint.stopped.set()
 
-    async def _close(self, endpoint: ScopeEndpoint) -> None:
+    async def _close(self, endpoint: ToolsetEndpoint) -> None:
         endpoint.stop.set()
         await endpoint.stopped.wait()

@@ -1,13 +1,13 @@
-"""Which upstream servers are mounted, and switching that set when the config or the active scopes change.
+"""Which upstream servers are mounted, and switching that set when the config or the active toolsets change.
 
-``UpstreamRuntime.apply(config, scopes)`` is a scope switch: it mounts exactly the servers
-the given scopes use, releasing the servers no longer used, acquiring the new ones, and
+``UpstreamRuntime.apply(config, toolsets)`` is a toolset switch: it mounts exactly the servers
+the given toolsets use, releasing the servers no longer used, acquiring the new ones, and
 leaving the unchanged ones (same ``ServerSpec.key``) running with their sessions. A server
 whose spec changed is released and acquired again (never orphaned). One server that fails to
 start is reported and left out; the others are served.
 
-A scope's tools are the local modules it selects plus the tools of its servers;
-``scope_filter`` is that selection as a predicate over module ids, for a ``ToolCatalog``.
+A toolset's tools are the local modules it selects plus the tools of its servers;
+``toolset_filter`` is that selection as a predicate over module ids, for a ``ToolCatalog``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Any
 
 import anyio
 
-from apcore_mcp.upstream.config import DEFAULT_SCOPE, ScopeSpec, ServerSpec, UpstreamConfig
+from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.source import UpstreamSource
 
-__all__ = ["Switch", "UpstreamRuntime", "scope_filter", "servers_needed", "upstream_server_of"]
+__all__ = ["Switch", "UpstreamRuntime", "servers_needed", "toolset_filter", "upstream_server_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +40,20 @@ class Switch:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def servers_needed(config: UpstreamConfig, scopes: Sequence[str]) -> list[str]:
-    """The servers the named scopes use, in config order.
+def servers_needed(config: UpstreamConfig, toolsets: Sequence[str]) -> list[str]:
+    """The servers the named toolsets use, in config order.
 
     Raises:
-        KeyError: an unknown scope name.
+        KeyError: an unknown toolset name.
     """
-    wanted = {server for name in scopes for server in config.scope(name).servers}
+    wanted = {server for name in toolsets for server in config.toolset(name).servers}
     return [name for name in config.servers if name in wanted]
 
 
 class UpstreamRuntime:
     """The mounted upstream servers of one registry (see the module doc).
 
-    With ``enabled=False`` (``no_upstreams``) nothing is ever started, and applying a scope
+    With ``enabled=False`` (``no_upstreams``) nothing is ever started, and applying a toolset
     that names servers raises ``UpstreamsDisabled``.
     """
 
@@ -66,19 +66,19 @@ class UpstreamRuntime:
         self.failed: dict[str, str] = {}
         self._lock = anyio.Lock()
 
-    async def apply(self, config: UpstreamConfig, scopes: Sequence[str] = (DEFAULT_SCOPE,)) -> Switch:
-        """Mount exactly the servers ``scopes`` of ``config`` use.
+    async def apply(self, config: UpstreamConfig, toolsets: Sequence[str] = (DEFAULT_TOOLSET,)) -> Switch:
+        """Mount exactly the servers ``toolsets`` of ``config`` use.
 
         Raises:
-            UpstreamsDisabled: upstreams are off and an explicit scope names servers.
-            KeyError: an unknown scope name.
+            UpstreamsDisabled: upstreams are off and an explicit toolset names servers.
+            KeyError: an unknown toolset name.
         """
         async with self._lock:
             if not self.enabled:
-                self._refuse_disabled(config, scopes)
+                self._refuse_disabled(config, toolsets)
                 needed: list[str] = []
             else:
-                needed = servers_needed(config, scopes)
+                needed = servers_needed(config, toolsets)
             switch = Switch()
             for name, source in list(self.sources.items()):
                 spec = config.servers.get(name)
@@ -114,13 +114,13 @@ class UpstreamRuntime:
         self.sources[spec.name] = source
         switch.started.append(spec.name)
 
-    def _refuse_disabled(self, config: UpstreamConfig, scopes: Sequence[str]) -> None:
-        for name in scopes:
-            scope = config.scope(name)
-            if scope.servers and not scope.implicit:
+    def _refuse_disabled(self, config: UpstreamConfig, toolsets: Sequence[str]) -> None:
+        for name in toolsets:
+            toolset = config.toolset(name)
+            if toolset.servers and not toolset.implicit:
                 raise UpstreamsDisabled(
-                    ",".join(scope.servers),
-                    f"scope {name!r} needs upstream servers ({', '.join(scope.servers)}) "
+                    ",".join(toolset.servers),
+                    f"toolset {name!r} needs upstream servers ({', '.join(toolset.servers)}) "
                     "but upstream servers are disabled (no_upstreams / --no-upstreams)",
                 )
 
@@ -140,22 +140,22 @@ class UpstreamRuntime:
         }
 
 
-def scope_filter(registry: Any, scope: ScopeSpec) -> Callable[[str], bool]:
-    """``include(module_id)``: the upstream tools of the scope's servers, and the local modules it selects.
+def toolset_filter(registry: Any, toolset: ToolsetSpec) -> Callable[[str], bool]:
+    """``include(module_id)``: the upstream tools of the toolset's servers, and the local modules it selects.
 
-    Local modules are selected by the scope's ``tags`` (all must match) and ``prefix``;
+    Local modules are selected by the toolset's ``tags`` (all must match) and ``prefix``;
     ``modules: false`` selects none.
     """
-    servers = frozenset(scope.servers)
-    tags = list(scope.tags) if scope.tags else None
+    servers = frozenset(toolset.servers)
+    tags = list(toolset.tags) if toolset.tags else None
 
     def include(module_id: str) -> bool:
         server = upstream_server_of(registry, module_id)
         if server is not None:
             return server in servers
-        if not scope.modules:
+        if not toolset.modules:
             return False
-        if scope.prefix is not None and not module_id.startswith(scope.prefix):
+        if toolset.prefix is not None and not module_id.startswith(toolset.prefix):
             return False
         return tags is None or has_tags(registry, module_id, tags)
 
@@ -187,21 +187,21 @@ def _log(switch: Switch) -> None:
         logger.warning("Upstream server %r not mounted: %s", name, reason)
 
 
-class ScopeSelection:
-    """A scope's selection as a predicate whose scope can be swapped under a live catalog."""
+class ToolsetSelection:
+    """A toolset's selection as a predicate whose toolset can be swapped under a live catalog."""
 
-    def __init__(self, registry: Any, scope: ScopeSpec) -> None:
+    def __init__(self, registry: Any, toolset: ToolsetSpec) -> None:
         self._registry = registry
-        self.scope = scope
-        self._include: Callable[[str], bool] = scope_filter(registry, scope)
+        self.toolset = toolset
+        self._include: Callable[[str], bool] = toolset_filter(registry, toolset)
 
     def __call__(self, module_id: str) -> bool:
         return self._include(module_id)
 
-    def update(self, scope: ScopeSpec) -> bool:
-        """Take ``scope``; whether the selection changed."""
-        if scope == self.scope:
+    def update(self, toolset: ToolsetSpec) -> bool:
+        """Take ``toolset``; whether the selection changed."""
+        if toolset == self.toolset:
             return False
-        self.scope = scope
-        self._include = scope_filter(self._registry, scope)
+        self.toolset = toolset
+        self._include = toolset_filter(self._registry, toolset)
         return True
