@@ -129,7 +129,7 @@ def log_call_error(tool_name: str, error: BaseException) -> None:
         logger.warning(text, tool_name, type(error).__name__, message)
 
 
-def _detail(error: ModuleError, key: str, default: Any) -> Any:
+def _detail(error: ModuleError, key: str, default: object) -> object:
     details = error.details if isinstance(error.details, dict) else {}
     return details.get(key, default)
 
@@ -169,7 +169,7 @@ def _field_names(entries: list[dict[str, Any]], arguments: dict[str, Any], schem
     return names
 
 
-def _path_parts(path: Any) -> list[str]:
+def _path_parts(path: object) -> list[str]:
     if isinstance(path, (list, tuple)):
         return [str(part) for part in path]
     text = str(path or "")
@@ -179,7 +179,7 @@ def _path_parts(path: Any) -> list[str]:
 
 def _missing_required(parts: list[str], arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """The required property names absent from the object found at ``parts`` in the arguments."""
-    value: Any = arguments
+    value: object = arguments
     node = _concrete(schema, dict)
     for part in parts:
         if isinstance(value, dict):
@@ -195,7 +195,7 @@ def _missing_required(parts: list[str], arguments: dict[str, Any], schema: dict[
     return [name for name in node.get("required", []) if name not in value]
 
 
-def _concrete(node: Any, value_type: type) -> dict[str, Any]:
+def _concrete(node: object, value_type: type) -> dict[str, Any]:
     """The schema that applies to a value: for ``Model | None`` (``anyOf``), the object branch."""
     if not isinstance(node, dict):
         return {}

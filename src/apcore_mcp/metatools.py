@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from apcore import Executor, ModuleAnnotations, Registry
+from apcore import Context, Executor, ModuleAnnotations, Registry
 from apcore.cancel import CancelToken
 from apcore.errors import ModuleNotFoundError
 from pydantic import BaseModel, Field
@@ -47,7 +47,7 @@ _LOOKUP = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 _INVOKE = ModuleAnnotations(destructive=True, open_world=True)
 
 
-def caller_of(context: Any) -> CallContext:
+def caller_of(context: object) -> CallContext:
     """The ``CallContext`` of a meta-tool's caller; outside MCP, one with the apcore ``Context``'s identity."""
     call = call_context(context)
     if call is not None:
@@ -126,7 +126,7 @@ class SearchTools(_MetaTool):
     output_schema = _contract(SearchToolsOutput, "Output")
     annotations = _LOOKUP
 
-    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+    async def execute(self, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
         limit = int(inputs.get("limit", 10))
         records = self._search.search(str(inputs["query"]), limit, self._visible(caller_of(context)))
         return {"tools": [summary(record) for record in records]}
@@ -138,7 +138,7 @@ class DescribeTool(_MetaTool):
     output_schema = _contract(DescribeToolOutput, "Output")
     annotations = _LOOKUP
 
-    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+    async def execute(self, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
         visible = self._visible(caller_of(context))
         tools: list[dict[str, Any]] = []
         missing: list[str] = []
@@ -161,7 +161,7 @@ class InvokeTool(_MetaTool):
         super().__init__(search, authorization)
         self._router = router
 
-    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+    async def execute(self, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
         name = str(inputs["name"])
         caller = caller_of(context)
         if self._find(name, self._visible(caller)) is None:

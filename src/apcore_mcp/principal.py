@@ -64,7 +64,7 @@ def principal_of(scope: Mapping[str, Any] | None) -> Principal | None:
     return found if isinstance(found, Principal) else None
 
 
-def request_identity(request: Any, default: Identity | None = None) -> Identity | None:
+def request_identity(request: object, default: Identity | None = None) -> Identity | None:
     """The identity behind an MCP handler's ``ctx.request``.
 
     Over HTTP ``request`` is the Starlette request that carried the message: its principal's
@@ -87,9 +87,9 @@ def stdio_identity(settings: Settings) -> Identity | None:
 # -- claims -> identity ------------------------------------------------------------------------
 
 
-def claim(claims: Mapping[str, Any], path: str) -> Any:
+def claim(claims: Mapping[str, Any], path: str) -> object:
     """The value at a dotted claim path (``realm_access.roles``), or ``None``."""
-    value: Any = claims
+    value: object = claims
     for part in path.split("."):
         if not isinstance(value, Mapping):
             return None
@@ -97,7 +97,7 @@ def claim(claims: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def names_in(value: Any) -> tuple[str, ...]:
+def names_in(value: object) -> tuple[str, ...]:
     """A claim holding names: a space-separated string (``scope``) or a list of strings (``roles``)."""
     if isinstance(value, str):
         return tuple(value.split())

@@ -36,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from apcore_mcp.types import JSONValue
+
 PROMPT_SUFFIXES = (".yaml", ".yml")
 ROLES = ("user", "assistant")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
@@ -100,7 +102,7 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(replace, text)
 
 
-def _fill(body: Any, values: Mapping[str, str]) -> Any:
+def _fill(body: JSONValue, values: Mapping[str, str]) -> JSONValue:
     if isinstance(body, str):
         return substitute(body, values)
     if isinstance(body, dict):
@@ -178,7 +180,7 @@ class _Parser:
             raise self.fail(key, "must be a mapping")
         return value
 
-    def argument(self, index: int, item: Any) -> PromptArgument:
+    def argument(self, index: int, item: object) -> PromptArgument:
         where = f"arguments[{index}]"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             raise self.fail(where, "must be a mapping with a non-empty 'name'")
@@ -192,7 +194,7 @@ class _Parser:
             complete=tuple(complete),
         )
 
-    def input(self, key: str, item: Any) -> PromptInput:
+    def input(self, key: str, item: object) -> PromptInput:
         where = f"inputs.{key}"
         if not isinstance(item, dict) or not isinstance(item.get("message"), str):
             raise self.fail(where, "must be a mapping with a 'message' string")
@@ -201,7 +203,7 @@ class _Parser:
             raise self.fail(f"{where}.schema", "must be an object schema (type: object)")
         return PromptInput(key, item["message"], schema)
 
-    def message(self, index: int, item: Any) -> PromptMessage:
+    def message(self, index: int, item: object) -> PromptMessage:
         where = f"messages[{index}]"
         if not isinstance(item, dict):
             raise self.fail(where, "must be a mapping")
@@ -221,7 +223,7 @@ class _Parser:
             return PromptMessage(role, kind, {"type": kind, **self.media(f"{where}.{kind}", value)})
         return PromptMessage(role, kind, {"type": "resource", "resource": self.resource(f"{where}.resource", value)})
 
-    def media(self, where: str, value: Any) -> dict[str, str]:
+    def media(self, where: str, value: object) -> dict[str, str]:
         if not isinstance(value, dict) or not isinstance(value.get("mime_type"), str):
             raise self.fail(where, "must be a mapping with 'mime_type' and one of 'file', 'data'")
         return {"data": self.payload(where, value), "mimeType": value["mime_type"]}
@@ -246,7 +248,7 @@ class _Parser:
         except OSError as exc:
             raise self.fail(f"{where}.file", f"cannot be read: {exc.strerror}") from None
 
-    def resource(self, where: str, value: Any) -> dict[str, Any]:
+    def resource(self, where: str, value: object) -> dict[str, Any]:
         if not isinstance(value, dict) or not isinstance(value.get("uri"), str):
             raise self.fail(where, "must be a mapping with a 'uri'")
         body: dict[str, Any] = {"uri": value["uri"]}

@@ -11,11 +11,12 @@ import hashlib
 import hmac
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from jwt.algorithms import AllowedPublicKeys
 
 from apcore_mcp.auth_settings import MIN_HMAC_SECRET
 from apcore_mcp.principal import ApiKey, Principal, identity_from_claims, token_scopes
@@ -26,6 +27,10 @@ LEEWAY_SECONDS = 30
 """Clock skew tolerated on ``exp``, ``nbf`` and ``iat``."""
 REQUIRED_CLAIMS = ("exp", "iss", "aud")
 _CURVES = {"ES256": "secp256r1", "ES384": "secp384r1", "ES512": "secp521r1"}
+_JWT_PUBLIC_KEYS = (rsa.RSAPublicKey, ec.EllipticCurvePublicKey, ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)
+
+VerificationKey: TypeAlias = AllowedPublicKeys | jwt.PyJWK | bytes
+"""What checks a JWT's signature: a public key, a key of a JWKS, or an HS secret."""
 
 
 class TokenRejected(Exception):
@@ -47,7 +52,7 @@ class Verifier(Protocol):
 class KeySource(Protocol):
     """Where a JWT's verification key comes from: a JWKS, or one static key."""
 
-    async def key(self, kid: str | None, alg: str) -> Any:
+    async def key(self, kid: str | None, alg: str) -> VerificationKey | None:
         """The key for this key id and algorithm, or ``None`` when there is none."""
         ...  # pragma: no cover - a Protocol
 
@@ -55,14 +60,14 @@ class KeySource(Protocol):
 class StaticKey:
     """One configured key (a public key object or an HS secret), whatever the ``kid``."""
 
-    def __init__(self, key: Any) -> None:
+    def __init__(self, key: VerificationKey) -> None:
         self._key = key
 
-    async def key(self, kid: str | None, alg: str) -> Any:
+    async def key(self, kid: str | None, alg: str) -> VerificationKey:
         return self._key
 
 
-def load_static_key(text: str, algorithms: Sequence[str]) -> tuple[Any, tuple[str, ...]]:
+def load_static_key(text: str, algorithms: Sequence[str]) -> tuple[VerificationKey, tuple[str, ...]]:
     """The key object and the algorithms it can verify, from PEM text or an HS secret.
 
     An HS secret read from a file loses its final line break; the minimum length applies to it
@@ -82,12 +87,12 @@ def load_static_key(text: str, algorithms: Sequence[str]) -> tuple[Any, tuple[st
     except (ValueError, TypeError) as exc:
         raise ValueError("the static key must be a PEM public key (BEGIN PUBLIC KEY)") from exc
     usable = tuple(alg for alg in algorithms if key_fits(key, alg))
-    if not usable:
+    if not usable or not isinstance(key, _JWT_PUBLIC_KEYS):  # a key that fits is one of these: for mypy
         raise ValueError(f"the static key fits none of the algorithms {', '.join(algorithms)}")
     return key, usable
 
 
-def key_fits(key: Any, alg: str) -> bool:
+def key_fits(key: object, alg: str) -> bool:
     """Whether a public key can verify ``alg`` (family, and curve for ECDSA)."""
     if alg[:2] in ("RS", "PS"):
         return isinstance(key, rsa.RSAPublicKey)
@@ -149,7 +154,7 @@ class JwtVerifier:
             audience=_matched(claims.get("aud"), audiences),
         )
 
-    def _decode(self, token: str, key: Any, alg: str, audiences: Sequence[str]) -> dict[str, Any]:
+    def _decode(self, token: str, key: VerificationKey, alg: str, audiences: Sequence[str]) -> dict[str, Any]:
         try:
             return jwt.decode(
                 token,
@@ -184,7 +189,7 @@ def _client_id(claims: Mapping[str, Any], subject: str) -> str:
     return subject
 
 
-def _matched(aud: Any, audiences: Sequence[str]) -> str | None:
+def _matched(aud: object, audiences: Sequence[str]) -> str | None:
     presented = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     return next((value for value in audiences if value in presented), None)
 

@@ -39,7 +39,7 @@ class Expectation:
     text: str | None = None
     text_contains: tuple[str, ...] = ()
     text_regex: re.Pattern[str] | None = None
-    structured: Any = _MISSING
+    structured: object = _MISSING
     json_path: dict[str, Any] = field(default_factory=dict)
     error_code: int | None = None
     error_message: str | None = None
@@ -114,7 +114,7 @@ def _check_structure(expected: Expectation, result: dict[str, Any]) -> list[str]
     return problems
 
 
-def is_subset(expected: Any, actual: Any) -> bool:
+def is_subset(expected: object, actual: object) -> bool:
     """Mappings match when every expected key matches (extra keys allowed); lists item by item,
     same length; anything else by equality."""
     if isinstance(expected, dict):
@@ -128,7 +128,7 @@ def is_subset(expected: Any, actual: Any) -> bool:
     return (bool(expected == actual) and type(expected) is type(actual)) or _same_number(expected, actual)
 
 
-def _same_number(expected: Any, actual: Any) -> bool:
+def _same_number(expected: object, actual: object) -> bool:
     numbers = (int, float)
     return (
         isinstance(expected, numbers)
@@ -151,13 +151,13 @@ def check_path(path: str) -> None:
         rest = rest[step.end() :]
 
 
-def json_path(document: Any, path: str) -> Any:
+def json_path(document: object, path: str) -> object:
     """The value at ``path`` (``[*]`` collects a list), or the ``_MISSING`` marker."""
     check_path(path)
     return _walk(document, [m for m in _PATH_STEP.finditer(path[1:])])
 
 
-def _walk(node: Any, steps: list[re.Match[str]]) -> Any:
+def _walk(node: object, steps: list[re.Match[str]]) -> object:
     if not steps:
         return node
     step, rest = steps[0], steps[1:]
@@ -175,11 +175,11 @@ def _walk(node: Any, steps: list[re.Match[str]]) -> Any:
     return _MISSING
 
 
-def pretty(value: Any) -> str:
+def pretty(value: object) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def diff(expected: Any, actual: Any) -> str:
+def diff(expected: object, actual: object) -> str:
     """A unified diff, expected first (``-``) and actual second (``+``)."""
     left = expected if isinstance(expected, str) else pretty(expected)
     right = actual if isinstance(actual, str) else pretty(actual)

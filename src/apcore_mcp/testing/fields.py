@@ -150,7 +150,7 @@ def _model_keys(model: type[pydantic.BaseModel]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "nothing"
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types as types
+from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.testing.expect import MISSING, Expectation, Outcome, check_path
@@ -236,13 +237,15 @@ async def run_case(server: RunningServer, era: str, case: Case) -> Outcome:
     options: dict[str, Any] = {}  # a callback only for what the case answers: otherwise the client is incapable
     if (elicited := case.elicitation) is not None:
 
-        async def elicit(_ctx: Any, _params: Any) -> types.ElicitResult:
+        async def elicit(_ctx: ClientRequestContext, _params: types.ElicitRequestParams) -> types.ElicitResult:
             return elicited
 
         options["elicitation_callback"] = elicit
     if (sampled := case.sampling) is not None:
 
-        async def sample(_ctx: Any, _params: Any) -> types.CreateMessageResult:
+        async def sample(
+            _ctx: ClientRequestContext, _params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult:
             return sampled
 
         options["sampling_callback"] = sample

@@ -133,7 +133,7 @@ async def _ask_now(ctx: Context, requests: InputRound) -> dict[str, Any]:
     return answers
 
 
-def _dump(value: Any) -> Any:
+def _dump(value: object) -> object:
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(by_alias=True, mode="json", exclude_none=True)
     return value

@@ -11,7 +11,7 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,7 +71,7 @@ class RequestRecord:
         self.add(ctx.method, ctx.params, request_id=ctx.request_id, protocol_version=ctx.protocol_version)
         return await call_next(ctx)
 
-    def add(self, method: str, params: Mapping[str, Any] | None, **extra: Any) -> None:
+    def add(self, method: str, params: Mapping[str, Any] | None, **extra: object) -> None:
         entry: dict[str, Any] = {"method": method, "params": dict(params or {}), **extra, "time": time.time()}
         if method == "tools/call" and params is not None:
             entry["test_case"] = case_of(params.get("arguments"), params.get("_meta"))
@@ -107,7 +107,7 @@ class Connections:
             self._live.add(connection)
         return result
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Connection]:
         return iter(list(self._live))
 
 
