@@ -16,7 +16,7 @@ still works for one release, with a ``DeprecationWarning``, and is not in ``__al
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apcore_mcp._version import __version__
 from apcore_mcp.approval import MCPApprovalHandler
@@ -96,7 +96,7 @@ if TYPE_CHECKING:
 
 else:
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> type[BackgroundServer]:
         if name == "MCPServer":
             warnings.warn(
                 "apcore_mcp.MCPServer is renamed BackgroundServer (it clashed with the MCP SDK's MCPServer); "

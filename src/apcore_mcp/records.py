@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp.types as types
+from apcore import ModuleDescriptor
 
 from apcore_mcp import behaviour
 from apcore_mcp.content import OutputLayout, output_layout
@@ -57,7 +58,7 @@ class ToolRecord:
         return bool(self.meta.get("apcore/requiresApproval"))
 
 
-def build_record(descriptor: Any) -> ToolRecord:
+def build_record(descriptor: ModuleDescriptor) -> ToolRecord:
     """Build the record for an apcore ``ModuleDescriptor``.
 
     Raises:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import unquote
 
 MASK = "***"
@@ -124,7 +123,7 @@ def _redact_message(record: logging.LogRecord) -> None:
     record.msg, record.args = redact(message), None
 
 
-def _redacted_args(args: Any) -> Any:
+def _redacted_args(args: object) -> tuple[object, ...] | dict[str, object] | None:
     if isinstance(args, tuple):
         return tuple(redact(arg) if isinstance(arg, str) else arg for arg in args)
     if isinstance(args, Mapping):

@@ -37,7 +37,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def _resolve(node: Any, defs: dict[str, Any], chain: tuple[str, ...]) -> Any:
+def _resolve(node: object, defs: dict[str, Any], chain: tuple[str, ...]) -> object:
     if isinstance(node, list):
         return [_resolve(item, defs, chain) for item in node]
     if not isinstance(node, dict):
@@ -48,7 +48,7 @@ def _resolve(node: Any, defs: dict[str, Any], chain: tuple[str, ...]) -> Any:
     return {key: _resolve(value, defs, chain) for key, value in node.items()}
 
 
-def _resolve_ref(node: dict[str, Any], ref: str, defs: dict[str, Any], chain: tuple[str, ...]) -> Any:
+def _resolve_ref(node: dict[str, Any], ref: str, defs: dict[str, Any], chain: tuple[str, ...]) -> object:
     name = ref.rsplit("/", 1)[-1]
     if ref in chain:
         names = [r.rsplit("/", 1)[-1] for r in chain[chain.index(ref) :]]

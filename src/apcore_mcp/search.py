@@ -24,7 +24,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
 
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.records import ToolRecord
@@ -73,7 +72,7 @@ def document(record: ToolRecord, server: str | None = None) -> dict[str, float]:
     return terms
 
 
-def _parameter_text(schema: Any, depth: int = 0) -> Iterator[str]:
+def _parameter_text(schema: object, depth: int = 0) -> Iterator[str]:
     """Parameter names and descriptions, nested objects included (bounded depth)."""
     if not isinstance(schema, dict) or depth > 4:
         return

@@ -26,7 +26,7 @@ LISTEN_STATE = "listen_hosts"
 """``app.state`` attribute: a callable giving the addresses the server's sockets are bound to."""
 
 
-def running_uvicorn() -> Any | None:
+def running_uvicorn() -> uvicorn.Server | None:
     """The ``uvicorn.Server`` running this process's main loop, found through its SIGTERM handler."""
     try:
         handler = signal.getsignal(signal.SIGTERM)
@@ -36,7 +36,7 @@ def running_uvicorn() -> Any | None:
     return server if isinstance(server, uvicorn.Server) else None
 
 
-def uvicorn_hosts(server: Any) -> list[str] | None:
+def uvicorn_hosts(server: uvicorn.Server) -> list[str] | None:
     """The addresses a uvicorn server listens on: its sockets once bound, else its ``--host``."""
     listeners = getattr(server, "servers", [])  # set once uvicorn has bound, after the app's lifespan started
     bound = [sock.getsockname()[0] for listener in listeners for sock in (listener.sockets or ())]
@@ -48,7 +48,7 @@ def uvicorn_hosts(server: Any) -> list[str] | None:
     return [str(config.host)]
 
 
-def listen_hosts(state: Any) -> list[str] | None:
+def listen_hosts(state: object) -> list[str] | None:
     """The addresses this app is served on, or ``None`` when no server can tell."""
     given: Callable[[], Sequence[str]] | None = getattr(state, LISTEN_STATE, None)
     if callable(given):
@@ -88,7 +88,7 @@ def exposure_warning(settings: Settings, hosts: Sequence[str], tool_count: int, 
     )
 
 
-def warn_if_exposed(settings: Settings, state: Any, tool_count: int, *, authenticated: bool = False) -> bool:
+def warn_if_exposed(settings: Settings, state: object, tool_count: int, *, authenticated: bool = False) -> bool:
     """Log the exposure WARNING when the server is reachable from other machines; return whether it is."""
     hosts = listen_hosts(state)
     if not exposed(settings, hosts):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
 
 import anyio
 import pydantic_core
@@ -36,6 +35,7 @@ from apcore_mcp.http.body import send_json
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.settings import Settings
+from apcore_mcp.types import JSONValue
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def resume_grace_seconds(settings: Settings) -> float:
     return max(1.0, 5 * settings.sse_retry_ms / 1000)
 
 
-def valid_request_id(value: Any) -> bool:
+def valid_request_id(value: object) -> bool:
     """JSON-RPC ids MCP accepts: a string or an integer (a bool is not one)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -81,7 +81,8 @@ class McpFront:
             error = {"code": INVALID_REQUEST, "message": "Invalid request id: it must be a string or an integer"}
             await send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
             return
-        request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+        found = message.get("id") if isinstance(message, dict) and "method" in message else None
+        request_id = found if isinstance(found, str | int) else None  # a valid id, as checked above
         await self._serve(scope, body, receive, send, request_id)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -101,7 +102,9 @@ class McpFront:
         # A resumed request stream that breaks again is watched like the POST that started it.
         await self._serve(scope, None, receive, send, stream if waiting is not None else None)
 
-    async def _serve(self, scope: Scope, body: bytes | None, receive: Receive, send: Send, request_id: Any) -> None:
+    async def _serve(
+        self, scope: Scope, body: bytes | None, receive: Receive, send: Send, request_id: str | int | None
+    ) -> None:
         """Run the SDK app; if the client leaves before the response ends, cancel its request.
 
         A plain asyncio task watches the client (an anyio task group per request costs ~100 us).
@@ -207,11 +210,12 @@ async def _read_body(receive: Receive) -> bytes | None:
             return bytes(body)
 
 
-def _decode(body: bytes) -> Any:
+def _decode(body: bytes) -> JSONValue:
     try:
-        return pydantic_core.from_json(body)  # the SDK's parser: about twice as fast as json.loads
+        message: JSONValue = pydantic_core.from_json(body)  # the SDK's parser: about twice as fast as json.loads
     except ValueError:
         return None  # the SDK answers its own parse error
+    return message
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
