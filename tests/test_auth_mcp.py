@@ -23,6 +23,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, role_executor, sse_session
+from tests._support.hostile import ACCEPT, INIT, session_headers
 from tests._support.sessions import TESTS_DIR, running_http, stdio_params
 
 PUBLIC = "https://mcp.example.test"
@@ -79,30 +80,19 @@ async def test_acl_by_caller_over_sse(issuer: Issuer) -> None:
             assert text(await session.call_tool("demo.echo", {"text": "hi"})) == ("Access denied", True)
 
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
 async def test_a_streamable_http_session_is_not_found_for_another_principal(issuer: Issuer) -> None:
     alice, bob = tokens(issuer, MCP)
     async with serving(json_response=True) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
-        opened = await http.post("/mcp", json=INITIALIZE, headers={**ACCEPT, **bearer(alice)})
+        opened = await http.post("/mcp", json=INIT, headers={**ACCEPT, **bearer(alice)})
         assert opened.status_code == 200
-        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+        session = session_headers(opened.headers["mcp-session-id"])
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-        stolen = await http.post("/mcp", json=ping, headers={**ACCEPT, **session, **bearer(bob)})
+        stolen = await http.post("/mcp", json=ping, headers={**session, **bearer(bob)})
         assert stolen.status_code == 404
         # Alice's own token: an alice token minted for another client is another principal too.
         other_app = issuer.token(MCP, sub="alice", roles=["writer"], client_id="another-app")
-        assert (
-            await http.post("/mcp", json=ping, headers={**ACCEPT, **session, **bearer(other_app)})
-        ).status_code == 404
-        owned = await http.post("/mcp", json=ping, headers={**ACCEPT, **session, **bearer(alice)})
+        assert (await http.post("/mcp", json=ping, headers={**session, **bearer(other_app)})).status_code == 404
+        owned = await http.post("/mcp", json=ping, headers={**session, **bearer(alice)})
         assert owned.status_code == 200 and owned.json()["id"] == 2
 
 

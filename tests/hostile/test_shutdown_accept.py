@@ -60,13 +60,19 @@ def refused(port: int) -> bool:
     return False
 
 
+async def accepted_then_stopped(server: HttpServer, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection the server has accepted (no request on it yet); then the server is told to stop."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with asyncio.timeout(5):
+        while not server.server_state.connections:
+            await asyncio.sleep(0.01)
+    server.should_exit = True
+    return reader, writer
+
+
 async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_comes_after() -> None:
     async with server_in_loop() as (server, port):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        async with asyncio.timeout(5):
-            while not server.server_state.connections:
-                await asyncio.sleep(0.01)
-        server.should_exit = True
+        reader, writer = await accepted_then_stopped(server, port)
         async with asyncio.timeout(5):
             while not await asyncio.to_thread(refused, port):  # the stop has begun
                 await asyncio.sleep(0.01)
@@ -84,11 +90,7 @@ async def test_a_connection_that_brings_no_request_is_closed_quietly_and_does_no
 ) -> None:
     caplog.set_level(logging.INFO)
     async with server_in_loop() as (server, port):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        async with asyncio.timeout(5):
-            while not server.server_state.connections:
-                await asyncio.sleep(0.01)
-        server.should_exit = True
+        reader, writer = await accepted_then_stopped(server, port)
         async with asyncio.timeout(5):  # the grace is 0.5 s; uvicorn's own stop would wait 1 s more
             assert await reader.read() == b""
         writer.close()
