@@ -6,8 +6,6 @@ value: they reach logs, and the MCP edge shows the code (``Module error: UPSTREA
 
 from __future__ import annotations
 
-from typing import Any
-
 from apcore.errors import ModuleError
 
 
@@ -16,7 +14,7 @@ class UpstreamError(ModuleError):  # type: ignore[misc]  # apcore ships no type 
 
     code_name = "UPSTREAM_ERROR"
 
-    def __init__(self, server: str, message: str, *, retryable: bool = False, **details: Any) -> None:
+    def __init__(self, server: str, message: str, *, retryable: bool = False, **details: object) -> None:
         super().__init__(
             code=self.code_name, message=message, details={"server": server, **details}, retryable=retryable
         )
@@ -28,7 +26,7 @@ class UpstreamUnavailable(UpstreamError):
 
     code_name = "UPSTREAM_UNAVAILABLE"
 
-    def __init__(self, server: str, message: str, **details: Any) -> None:
+    def __init__(self, server: str, message: str, **details: object) -> None:
         super().__init__(server, message, retryable=True, **details)
 
 
@@ -37,7 +35,7 @@ class UpstreamTimeout(UpstreamError):
 
     code_name = "UPSTREAM_TIMEOUT"
 
-    def __init__(self, server: str, message: str, **details: Any) -> None:
+    def __init__(self, server: str, message: str, **details: object) -> None:
         super().__init__(server, message, retryable=True, **details)
 
 
