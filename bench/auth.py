@@ -132,11 +132,8 @@ async def serving(registry: Registry, jwks_url: str | None) -> AsyncIterator[str
     if jwks_url is not None:
         auth = {"auth": "jwt", "public_url": base, "auth_issuer": ISSUER, "auth_jwks_url": jwks_url}
     bridge = Bridge.build(registry, Settings(**auth))
-    try:
-        async with serving_http(bridge, sock):
-            yield base
-    finally:
-        bridge.close()
+    async with serving_http(bridge, sock):
+        yield base
 
 
 @contextlib.asynccontextmanager
@@ -145,7 +142,7 @@ async def connected(base: str, token: str | None) -> AsyncIterator[Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with create_mcp_http_client(headers=headers) as http:
         transport = streamable_http_client(f"{base}/mcp", http_client=http)
-        async with Client(transport, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+        async with Client(transport, mode="legacy", cache=None) as client:
             yield client
 
 

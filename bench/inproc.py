@@ -102,6 +102,7 @@ def list_tools_server_time(extensions: Path, reps: int = 5, *, bare: bool = Fals
                 request = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params={})
                 await write.send(SessionMessage(request))
                 answer = await read.receive()
+                assert isinstance(answer, SessionMessage), answer
                 body = answer.message.model_dump_json(by_alias=True, exclude_unset=True)
                 elapsed = (time.perf_counter() - started) * 1000
                 if request_id > 1:  # the first answer warms what a server may warm
@@ -111,8 +112,6 @@ def list_tools_server_time(extensions: Path, reps: int = 5, *, bare: bool = Fals
         return times, size, tools
 
     times, size, tools = anyio.run(run)
-    if bridge is not None:
-        bridge.close()
     return {"median_ms": median(times), "min_ms": min(times), "bytes": size, "tools": tools}
 
 
@@ -168,14 +167,14 @@ def memory_round_trip(extensions: Path, calls: int = 300, *, server: str = "ours
                 started = time.perf_counter()
                 result = await client.call_tool(ECHO_ID, {"text": payload})
                 elapsed = (time.perf_counter() - started) * 1000
-                assert json.loads(result.content[0].text)["text"] == payload
+                block = result.content[0]
+                assert isinstance(block, types.TextContent)
+                assert json.loads(block.text)["text"] == payload
                 if i >= 20:
                     times.append(elapsed)
         return times
 
     times = asyncio.run(run())
-    if bridge is not None:
-        bridge.close()
     return {"median_ms": median(times), "calls": calls, "times_ms": times}
 
 
@@ -210,7 +209,6 @@ def memory(extensions: Path) -> dict[str, Any]:
     retained = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     tools = len(bridge.catalog)
-    bridge.close()
     return {"retained_bytes": retained, "tools": tools}
 
 

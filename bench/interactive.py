@@ -19,6 +19,7 @@ from typing import Any
 import mcp.types as types
 from apcore import ModuleAnnotations, Registry
 from mcp import Client
+from mcp.client import ClientRequestContext
 from pydantic import BaseModel
 
 from apcore_mcp import report_progress
@@ -63,7 +64,7 @@ def registry() -> Registry:
     return found
 
 
-async def approve(_ctx: Any, _params: types.ElicitRequestParams) -> types.ElicitResult:
+async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"approve": True})
 
 
@@ -97,18 +98,15 @@ async def measure(where: str, era: str, calls: int) -> dict[str, list[float]]:
     """Interleaved: plain call, call with N notifications, ungated, gated (approved)."""
     bridge = Bridge.build(registry())
     times: dict[str, list[float]] = {PLAIN: [], "progress": [], GATED: [], "approval": []}
-    try:
-        async with client_for(where, era, bridge) as client:
-            for _ in range(5):  # warm-up
-                await timed(client, "bench.steps", 0)
-                await timed(client, "bench.gated", 0)
-            for _ in range(calls):
-                times[PLAIN].append(await timed(client, "bench.steps", 0))
-                times["progress"].append(await timed(client, "bench.steps", NOTIFICATIONS))
-                times[GATED].append(await timed(client, "bench.steps", 1))
-                times["approval"].append(await timed(client, "bench.gated", 1))
-    finally:
-        bridge.close()
+    async with client_for(where, era, bridge) as client:
+        for _ in range(5):  # warm-up
+            await timed(client, "bench.steps", 0)
+            await timed(client, "bench.gated", 0)
+        for _ in range(calls):
+            times[PLAIN].append(await timed(client, "bench.steps", 0))
+            times["progress"].append(await timed(client, "bench.steps", NOTIFICATIONS))
+            times[GATED].append(await timed(client, "bench.steps", 1))
+            times["approval"].append(await timed(client, "bench.gated", 1))
     return times
 
 

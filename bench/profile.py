@@ -35,7 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, ServerSpec, running_server, server_specs, stop_process
+from bench.common import REPO_ROOT, Func, ServerSpec, profile_table, running_server, server_specs, stop_process
 from bench.modules import ECHO_ID, make_extensions
 from bench.profiled import ENV_SWITCH
 from bench.throughput import load_layout
@@ -94,8 +94,6 @@ ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("bench/bare_server.py", "call_tool", "bare server handler"),
 )
 
-Func = tuple[str, int, str]
-
 
 def layer_of(path: str) -> str:
     for marker, layer in LAYERS:
@@ -152,7 +150,7 @@ def _is_idle(func: Func) -> bool:
 
 
 def summarize(stats: pstats.Stats, calls: int, top: int = 25) -> dict[str, Any]:
-    everything: dict[Func, Any] = stats.stats  # type: ignore[attr-defined]
+    everything = profile_table(stats)
     raw = {func: entry for func, entry in everything.items() if not _is_idle(func)}
     total = sum(entry[2] for entry in raw.values())
     calls = max(calls, 1)
@@ -250,6 +248,7 @@ def profile_http(args: argparse.Namespace, extensions: Path, out: Path) -> tuple
 
 def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> tuple[int, int]:
     from mcp import Client
+    from mcp.server import Server
 
     from apcore_mcp.bridge import Bridge
     from apcore_mcp.settings import Settings
@@ -258,8 +257,11 @@ def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> tup
 
     registry = discover(extensions)
     bridge = Bridge.build(registry, Settings()) if args.server == "ours" else None
-    bare = None if bridge is not None else build_bare_server(registry, use_executor=args.server == "bare+executor")
-    server = bridge.server if bridge is not None else bare
+    server: Server[Any] = (
+        bridge.server
+        if bridge is not None
+        else build_bare_server(registry, use_executor=args.server == "bare+executor")
+    )
     prof = cProfile.Profile(time.thread_time) if args.clock == "cpu" else cProfile.Profile()
 
     async def run() -> None:
@@ -272,8 +274,6 @@ def profile_memory(args: argparse.Namespace, extensions: Path, out: Path) -> tup
             prof.disable()
 
     asyncio.run(run())
-    if bridge is not None:
-        bridge.close()
     prof.dump_stats(str(out))
     return int(args.calls), 0
 

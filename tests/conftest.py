@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp import Client
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import Issuer, mock_jwks
-from tests._support.browser import Browser, launched_browser
+from tests._support.browser import launched_browser
 from tests._support.modules import make_executor
 from tests._support.sessions import TRANSPORTS, Connected, Inbox, OpenClient, open_session, running_http, stdio_params
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -38,15 +42,12 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
                 yield Connected(transport, client, inbox)
             return
         bridge = Bridge.build(make_executor(), Settings(dynamic=dynamic, prefix=prefix))
-        try:
-            if transport.startswith("memory"):
-                async with open_session(transport, bridge, inbox, **callbacks) as client:
-                    yield Connected(transport, client, inbox, bridge)
-            else:
-                async with running_http(bridge) as url, open_session(transport, url, inbox, **callbacks) as client:
-                    yield Connected(transport, client, inbox, bridge)
-        finally:
-            bridge.close()
+        if transport.startswith("memory"):  # in memory, the test hosts the service (over HTTP, the app does)
+            async with BridgeService(bridge), open_session(transport, bridge, inbox, **callbacks) as client:
+                yield Connected(transport, client, inbox, bridge)
+        else:
+            async with running_http(bridge) as url, open_session(transport, url, inbox, **callbacks) as client:
+                yield Connected(transport, client, inbox, bridge)
 
     return open_client
 

@@ -51,15 +51,12 @@ def jwt_settings(**changes: Any) -> Settings:
 @contextlib.asynccontextmanager
 async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     bridge = Bridge.build(role_executor(), settings)
-    try:
-        async with running_http(bridge) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
-            yield http
-    finally:
-        bridge.close()
+    async with running_http(bridge) as url, httpx.AsyncClient(base_url=url, timeout=10) as http:
+        yield http
 
 
 async def test_metadata_documents_name_each_resource_exactly(issuer: Issuer) -> None:
-    settings = jwt_settings(auth_scopes=["mcp:use"], auth_tool_scopes=["admin.*=admin"])
+    settings = jwt_settings(auth_scopes=("mcp:use",), auth_tool_scopes=("admin.*=admin",))
     async with serving(settings) as http:
         for path in ("/mcp", "/sse", "/explorer"):
             response = await http.get(f"/.well-known/oauth-protected-resource{path}")
@@ -118,7 +115,7 @@ async def test_invalid_token_is_401_invalid_token(issuer: Issuer) -> None:
 
 
 async def test_missing_scope_is_403_insufficient_scope_naming_the_scopes(issuer: Issuer) -> None:
-    settings = jwt_settings(auth_scopes=["mcp:use"], auth_route_scopes=["/metrics=metrics:read"])
+    settings = jwt_settings(auth_scopes=("mcp:use",), auth_route_scopes=("/metrics=metrics:read",))
     async with serving(settings) as http:
         response = await http.get("/metrics", headers=bearer(issuer.token(MCP, scope="mcp:use")))
         assert response.status_code == 403
@@ -162,27 +159,27 @@ async def test_health_and_ready_stay_open_and_metrics_follows_its_setting(issuer
 
 async def test_explorer_needs_the_token_and_calls_as_the_caller(issuer: Issuer) -> None:
     explorer = f"{PUBLIC}/explorer"
-    settings = jwt_settings(auth_tool_scopes=["demo.snoop=snoop"], auth_filter_tools=True)
+    settings = jwt_settings(auth_tool_scopes=("demo.snoop=snoop",), auth_filter_tools=True)
     async with serving(settings) as http:
         assert (await http.get("/explorer/")).status_code == 200
         config = (await http.get("/explorer/config")).json()
         assert config["authRequired"] is True and config["tokenRequired"] is False
-        call = {"json": {"text": "hi"}}
-        assert (await http.post("/explorer/tools/demo.echo/call", **call)).status_code == 401
+        body = {"text": "hi"}
+        assert (await http.post("/explorer/tools/demo.echo/call", json=body)).status_code == 401
 
         alice = bearer(issuer.token(explorer, roles=["writer"], scope="snoop"))
         bob = bearer(issuer.token(explorer, sub="bob", roles=["reader"]))
-        ok = await http.post("/explorer/tools/demo.echo/call", headers=alice, **call)
+        ok = await http.post("/explorer/tools/demo.echo/call", headers=alice, json=body)
         assert (ok.status_code, ok.json()) == (200, {"result": {"echo": "hi"}})
-        denied = await http.post("/explorer/tools/demo.echo/call", headers=bob, **call)
+        denied = await http.post("/explorer/tools/demo.echo/call", headers=bob, json=body)
         assert (denied.status_code, denied.json()) == (403, {"error": "Access denied"})  # the apcore ACL
 
         # Tool scopes: refused before the module runs, with the step-up challenge.
         alice_no_scope = bearer(issuer.token(explorer, roles=["writer"]))
-        refused = await http.post("/explorer/tools/demo.snoop/call", headers=alice_no_scope, **call)
+        refused = await http.post("/explorer/tools/demo.snoop/call", headers=alice_no_scope, json=body)
         assert refused.status_code == 403
         assert refused.headers["www-authenticate"].endswith('error="insufficient_scope", scope="snoop"')
-        seen = await http.post("/explorer/tools/demo.snoop/call", headers=alice, **call)
+        seen = await http.post("/explorer/tools/demo.snoop/call", headers=alice, json=body)
         assert seen.status_code == 200
 
         # The list shows each caller what it may call.
@@ -195,7 +192,7 @@ async def test_explorer_needs_the_token_and_calls_as_the_caller(issuer: Issuer) 
 
 
 async def test_mcp_name_header_gets_the_tool_scope_check_at_http_level(issuer: Issuer) -> None:
-    async with serving(jwt_settings(auth_tool_scopes=["admin.*=admin"])) as http:
+    async with serving(jwt_settings(auth_tool_scopes=("admin.*=admin",))) as http:
         headers = {**bearer(issuer.token(MCP)), "Mcp-Method": "tools/call", "Mcp-Name": "admin.secret"}
         response = await http.post("/mcp", headers=headers, content=b"{}")
         assert response.status_code == 403
@@ -219,7 +216,7 @@ async def test_api_keys(tmp_path: Any) -> None:
     settings = Settings(
         auth="api-key",
         public_url=PUBLIC,
-        auth_api_keys=[api_key_entry(ALICE_KEY, "alice", "writer")],
+        auth_api_keys=(api_key_entry(ALICE_KEY, "alice", "writer"),),
         auth_api_keys_file=str(keys_file),
         explorer=True,
         allow_execute=True,
@@ -227,11 +224,11 @@ async def test_api_keys(tmp_path: Any) -> None:
     async with serving(settings) as http:
         document = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
         assert document == {"resource": MCP, "bearer_methods_supported": ["header"], "resource_name": "apcore-mcp"}
-        call = {"json": {"text": "hi"}}
-        ok = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY), **call)
+        body = {"text": "hi"}
+        ok = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY), json=body)
         assert (ok.status_code, json.loads(ok.text)) == (200, {"result": {"echo": "hi"}})
-        denied = await http.post("/explorer/tools/demo.echo/call", headers=bearer(BOB_KEY), **call)
+        denied = await http.post("/explorer/tools/demo.echo/call", headers=bearer(BOB_KEY), json=body)
         assert denied.status_code == 403
-        wrong = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY + "x"), **call)
+        wrong = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY + "x"), json=body)
         assert wrong.status_code == 401
         assert wrong.json() == {"error": "invalid_token", "error_description": "The API key is not valid"}

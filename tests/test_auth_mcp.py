@@ -43,11 +43,8 @@ async def serving(*, seen_headers: list[dict[str, str]] | None = None, **changes
             return await call_next(ctx)
 
         bridge.server.middleware.insert(0, record)
-    try:
-        async with running_http(bridge) as url:
-            yield url
-    finally:
-        bridge.close()
+    async with running_http(bridge) as url:
+        yield url
 
 
 def tokens(issuer: Issuer, audience: str, **claims: Any) -> tuple[str, str]:
@@ -184,14 +181,13 @@ async def test_the_token_never_reaches_a_module(issuer: Issuer, transport: str) 
 # -- no bearer: the operator-configured identity -------------------------------------------------
 
 
-@pytest.mark.parametrize(("identity", "roles", "allowed"), [("alice", ["writer"], True), ("bob", ["reader"], False)])
-async def test_in_memory_calls_run_as_the_configured_identity(identity: str, roles: list[str], allowed: bool) -> None:
+@pytest.mark.parametrize(("identity", "roles", "allowed"), [("alice", ("writer",), True), ("bob", ("reader",), False)])
+async def test_in_memory_calls_run_as_the_configured_identity(
+    identity: str, roles: tuple[str, ...], allowed: bool
+) -> None:
     bridge = Bridge.build(role_executor(), Settings(stdio_identity=identity, stdio_roles=roles))
-    try:
-        async with Client(bridge.server, mode="legacy", cache=None) as client:
-            result = await client.call_tool("demo.echo", {"text": "hi"})
-    finally:
-        bridge.close()
+    async with Client(bridge.server, mode="legacy", cache=None) as client:
+        result = await client.call_tool("demo.echo", {"text": "hi"})
     assert text(result) == (('{"echo":"hi"}', False) if allowed else ("Access denied", True))
 
 

@@ -116,14 +116,11 @@ async def proxied(tmp_path: Path) -> AsyncIterator[Proxied]:
     settings = Settings(auth="jwt", public_url=public, auth_issuer=ISSUER, auth_jwks_url=JWKS_URL)
     bridge = Bridge.build(role_executor(), settings)
     issuer = Issuer()
-    try:
-        with mock_jwks(issuer):
-            async with running_http(bridge) as upstream:
-                with nginx(tmp_path, listen, int(upstream.rsplit(":", 1)[1])) as proc:
-                    await wait_ready(f"http://127.0.0.1:{listen}/sub/health", proc)
-                    yield Proxied(f"http://127.0.0.1:{listen}", issuer)
-    finally:
-        bridge.close()
+    with mock_jwks(issuer):
+        async with running_http(bridge) as upstream:
+            with nginx(tmp_path, listen, int(upstream.rsplit(":", 1)[1])) as proc:
+                await wait_ready(f"http://127.0.0.1:{listen}/sub/health", proc)
+                yield Proxied(f"http://127.0.0.1:{listen}", issuer)
 
 
 async def test_metadata_and_challenge_name_the_proxied_urls(proxied: Proxied) -> None:

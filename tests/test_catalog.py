@@ -10,6 +10,7 @@ from mcp import Client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor, make_registry
@@ -24,7 +25,7 @@ def counting_definitions(registry: Registry) -> list[str]:
         calls.append(module_id)
         return original(module_id, *args, **kwargs)
 
-    registry.get_definition = counted  # type: ignore[method-assign]
+    registry.get_definition = counted
     return calls
 
 
@@ -133,13 +134,13 @@ async def test_tools_list_is_served_from_cache_until_the_catalog_changes() -> No
         return render()
 
     bridge.catalog.mcp_tools = counted  # type: ignore[method-assign]
-    for mode in ("legacy", "auto"):
-        async with Client(bridge.server, mode=mode, cache=None) as client:
-            for _ in range(3):
-                assert len((await client.list_tools()).tools) == len(EXPECTED_TOOLS)
-    assert handler_calls == 2  # once per protocol version
-    registry.register("demo.fresh", Echo())
-    async with Client(bridge.server, mode="legacy") as client:
-        names = [tool.name for tool in (await client.list_tools()).tools]
-    assert "demo.fresh" in names and handler_calls == 3
-    bridge.close()
+    async with BridgeService(bridge):  # follows the registry while it serves
+        for mode in ("legacy", "auto"):
+            async with Client(bridge.server, mode=mode, cache=None) as client:
+                for _ in range(3):
+                    assert len((await client.list_tools()).tools) == len(EXPECTED_TOOLS)
+        assert handler_calls == 2  # once per protocol version
+        registry.register("demo.fresh", Echo())
+        async with Client(bridge.server, mode="legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+        assert "demo.fresh" in names and handler_calls == 3

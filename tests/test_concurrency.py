@@ -49,7 +49,6 @@ async def test_concurrent_clients_get_their_own_replies(transport: str) -> None:
         replies = await asyncio.gather(*(one_client(target, i) for i in range(CLIENTS)))
     for index, texts in enumerate(replies):
         assert texts == [f"client-{index}-call-{n}" for n in range(CALLS_PER_CLIENT)]
-    bridge.close()
 
 
 async def test_a_client_leaving_mid_call_does_not_affect_the_others(transport: str) -> None:
@@ -83,4 +82,3 @@ async def test_a_client_leaving_mid_call_does_not_affect_the_others(transport: s
             assert [json.loads(r.content[0].text)["echo"] for r in results] == [f"s{n}" for n in range(5)]
             wait = await stayer.call_tool("demo.wait", {"seconds": 0.1})
             assert json.loads(wait.content[0].text) == {"echo": "done"}
-    bridge.close()

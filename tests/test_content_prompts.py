@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
 
 import mcp.types as types
 import pytest
 from apcore import Registry
 from mcp import Client
+from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.prompts import PromptFileError, load_prompts
 from apcore_mcp.settings import Settings
 
+from tests._support.results import block_text
 from tests._support.sessions import OpenClient
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "examples" / "conformance"
@@ -64,7 +65,6 @@ async def test_resource_modules_templates_and_completion(mode: str) -> None:
         )
         with pytest.raises(MCPError) as missing:
             await client.read_resource("test://nowhere")
-    bridge.close()
     assert {"test://static-text", "test://static-binary", "test://watched-resource"} <= listed
     assert {"docs://{module_id}", "test://template/{id}/data"} <= templates
     assert isinstance(text, types.TextResourceContents) and text.text.startswith("This is the content")
@@ -87,7 +87,7 @@ async def test_docs_template_completes_module_ids(connect: OpenClient) -> None:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_prompt_files(mode: str) -> None:
-    async def answer(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def answer(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert params.message == "What context should the prompt use?"
         return types.ElicitResult(action="accept", content={"context": "release notes"})
 
@@ -103,13 +103,12 @@ async def test_prompt_files(mode: str) -> None:
         )
         with pytest.raises(MCPError) as missing_argument:
             await client.get_prompt("test_prompt_with_arguments", {"arg1": "only one"})
-    bridge.close()
     assert "test_simple_prompt" in names and "test_prompt_with_image" in names
-    assert with_args.messages[0].content.text == "Prompt with arguments: arg1='hello', arg2='world'"  # type: ignore[union-attr]
+    assert block_text(with_args.messages[0].content) == "Prompt with arguments: arg1='hello', arg2='world'"
     assert [m.content.type for m in image.messages] == ["image", "text"]
     resource = embedded.messages[0].content
     assert isinstance(resource, types.EmbeddedResource) and str(resource.resource.uri) == "test://x"
-    assert asked.messages[0].content.text == "Use this context: release notes"  # type: ignore[union-attr]
+    assert block_text(asked.messages[0].content) == "Use this context: release notes"
     assert completion.completion.values == ["paris", "park", "party"]
     assert "Missing required argument: arg2" in str(missing_argument.value)
 

@@ -66,15 +66,12 @@ async def test_an_image_result_shows_as_an_image(browser: Browser) -> None:
 async def test_the_route_refuses_an_unconfirmed_destructive_call(tmp_path: Path) -> None:
     marker = tmp_path / "purged"
     bridge = Bridge.build(make_executor(), Settings(explorer=True, allow_execute=True))
-    try:
-        async with running_http(bridge) as url, httpx.AsyncClient() as http:
-            call = f"{url}/explorer/tools/demo.purge/call"
-            refused = await http.post(call, json={"marker": str(marker)})
-            wrong = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.echo"})
-            assert not marker.exists()
-            confirmed = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.purge"})
-    finally:
-        bridge.close()
+    async with running_http(bridge) as url, httpx.AsyncClient() as http:
+        call = f"{url}/explorer/tools/demo.purge/call"
+        refused = await http.post(call, json={"marker": str(marker)})
+        wrong = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.echo"})
+        assert not marker.exists()
+        confirmed = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.purge"})
     assert refused.status_code == 428 and wrong.status_code == 428
     assert refused.json()["error"] == "demo.purge requires approval and is destructive: confirm the call to run it"
     assert confirmed.status_code == 200 and confirmed.json() == {"result": {"done": True}}

@@ -10,19 +10,22 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp.types as types
 import pytest
-from mcp import Client
+from mcp import Client, ClientSession
+from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import make_executor
+from tests._support.results import text_of
 from tests._support.sessions import running_http
 
 ELICIT = types.ClientCapabilities(elicitation=types.ElicitationCapability())
@@ -30,31 +33,39 @@ YES = types.ElicitResult(action="accept", content={"approve": True})
 
 
 @contextlib.asynccontextmanager
-async def modern(transport: str, **settings: Any) -> AsyncIterator[Any]:
+async def modern(transport: str, **settings: Any) -> AsyncIterator[ClientSession]:
     """A raw 2026-07-28 session (it declares elicitation, so the server asks) on memory or HTTP."""
 
-    async def never(_ctx: Any, _params: Any) -> types.ElicitResult:
+    async def never(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         raise AssertionError("rounds are answered by the test")
 
     bridge = Bridge.build(make_executor(), Settings(**settings))
-    try:
-        if transport == "memory":
-            async with Client(bridge.server, mode="auto", elicitation_callback=never, cache=None) as client:
-                yield client.session
-        else:
-            async with (
-                running_http(bridge) as url,
-                Client(f"{url}/mcp", mode="auto", elicitation_callback=never, cache=None) as client,
-            ):
-                yield client.session
-    finally:
-        bridge.close()
+    if transport == "memory":
+        async with Client(bridge.server, mode="auto", elicitation_callback=never, cache=None) as client:
+            yield client.session
+    else:
+        async with (
+            running_http(bridge) as url,
+            Client(f"{url}/mcp", mode="auto", elicitation_callback=never, cache=None) as client,
+        ):
+            yield client.session
 
 
-async def first_round(session: Any, arguments: dict[str, Any]) -> types.InputRequiredResult:
+@dataclass(frozen=True)
+class Round:
+    """A first round's one question (under ``key``) and the sealed state an answer must carry back."""
+
+    key: str
+    request: types.InputRequest
+    state: str
+
+
+async def first_round(session: ClientSession, arguments: dict[str, Any]) -> Round:
     result = await session.call_tool("demo.purge", arguments, allow_input_required=True)
     assert isinstance(result, types.InputRequiredResult), result
-    return result
+    assert result.input_requests is not None and result.request_state, result
+    [(key, request)] = result.input_requests.items()
+    return Round(key, request, result.request_state)
 
 
 def tamper(state: str) -> str:
@@ -75,11 +86,10 @@ async def test_a_round_asks_then_runs_with_the_answer(transport: str, tmp_path: 
     arguments = {"marker": str(marker)}
     async with modern(transport) as session:
         question = await first_round(session, arguments)
-        [key] = question.input_requests
-        assert question.input_requests[key].method == "elicitation/create"
-        assert question.request_state and not marker.exists()
+        assert question.request.method == "elicitation/create"
+        assert not marker.exists()
         result = await session.call_tool(
-            "demo.purge", arguments, input_responses={key: YES}, request_state=question.request_state
+            "demo.purge", arguments, input_responses={question.key: YES}, request_state=question.state
         )
     assert isinstance(result, types.CallToolResult) and result.is_error is False
     assert marker.read_text() == "ran"
@@ -89,10 +99,9 @@ async def test_a_tampered_state_is_refused(transport: str, tmp_path: Path) -> No
     arguments = {"marker": str(tmp_path / "ran")}
     async with modern(transport) as session:
         question = await first_round(session, arguments)
-        [key] = question.input_requests
         with pytest.raises(MCPError) as refused:
             await session.call_tool(
-                "demo.purge", arguments, input_responses={key: YES}, request_state=tamper(question.request_state)
+                "demo.purge", arguments, input_responses={question.key: YES}, request_state=tamper(question.state)
             )
     assert refused.value.error.code == types.INVALID_PARAMS
     assert not (tmp_path / "ran").exists()
@@ -101,13 +110,12 @@ async def test_a_tampered_state_is_refused(transport: str, tmp_path: Path) -> No
 async def test_a_state_replayed_with_other_arguments_is_refused(transport: str, tmp_path: Path) -> None:
     async with modern(transport) as session:
         question = await first_round(session, {"marker": str(tmp_path / "one")})
-        [key] = question.input_requests
         with pytest.raises(MCPError) as refused:
             await session.call_tool(
                 "demo.purge",
                 {"marker": str(tmp_path / "other")},
-                input_responses={key: YES},
-                request_state=question.request_state,
+                input_responses={question.key: YES},
+                request_state=question.state,
             )
     assert refused.value.error.code == types.INVALID_PARAMS
     assert not (tmp_path / "one").exists() and not (tmp_path / "other").exists()
@@ -117,11 +125,10 @@ async def test_an_expired_state_is_refused(tmp_path: Path) -> None:
     arguments = {"marker": str(tmp_path / "ran")}
     async with modern("memory", request_state_ttl=0.05) as session:
         question = await first_round(session, arguments)
-        [key] = question.input_requests
         await anyio.sleep(0.1)  # past the state's lifetime: expiry is the behaviour under test
         with pytest.raises(MCPError) as refused:
             await session.call_tool(
-                "demo.purge", arguments, input_responses={key: YES}, request_state=question.request_state
+                "demo.purge", arguments, input_responses={question.key: YES}, request_state=question.state
             )
     assert refused.value.error.code == types.INVALID_PARAMS
     assert not (tmp_path / "ran").exists()
@@ -132,27 +139,25 @@ async def test_answers_nobody_asked_for_are_ignored(transport: str, tmp_path: Pa
     arguments = {"marker": str(tmp_path / "ran")}
     async with modern(transport) as session:
         question = await first_round(session, arguments)
-        [key] = question.input_requests
-        again = await session.call_tool("demo.purge", arguments, input_responses={key: YES}, allow_input_required=True)
+        again = await session.call_tool(
+            "demo.purge", arguments, input_responses={question.key: YES}, allow_input_required=True
+        )
     assert isinstance(again, types.InputRequiredResult)
     assert not (tmp_path / "ran").exists()
 
 
 async def test_stateless_handshake_http_fails_approval_closed(tmp_path: Path) -> None:
-    async def approve(_ctx: Any, _params: Any) -> types.ElicitResult:
+    async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         return YES
 
     bridge = Bridge.build(make_executor(), Settings(stateless=True))
-    try:
-        async with (
-            running_http(bridge) as url,
-            Client(f"{url}/mcp", mode="legacy", elicitation_callback=approve) as client,
-        ):
-            result = await client.call_tool("demo.purge", {"marker": str(tmp_path / "ran")})
-    finally:
-        bridge.close()
+    async with (
+        running_http(bridge) as url,
+        Client(f"{url}/mcp", mode="legacy", elicitation_callback=approve) as client,
+    ):
+        result = await client.call_tool("demo.purge", {"marker": str(tmp_path / "ran")})
     assert result.is_error is True
-    text = result.content[0].text  # type: ignore[union-attr]
+    text = text_of(result)
     # the reason names stateless mode and the way out (a 2026-07-28 client), not a client fault
     assert text.startswith("Not run: demo.purge requires approval: this server runs stateless")
     assert "2026-07-28" in text
@@ -166,11 +171,8 @@ async def test_approval_auto_runs_gated_modules_unasked_and_says_so(
 
     caplog.set_level("WARNING", logger="apcore_mcp")
     bridge = Bridge.build(make_registry(), Settings(approval="auto"))
-    try:
-        async with Client(bridge.server, mode="legacy") as client:  # a client that cannot be asked
-            result = await client.call_tool("demo.purge", {"marker": str(tmp_path / "ran")})
-    finally:
-        bridge.close()
+    async with Client(bridge.server, mode="legacy") as client:  # a client that cannot be asked
+        result = await client.call_tool("demo.purge", {"marker": str(tmp_path / "ran")})
     assert result.is_error is False and (tmp_path / "ran").read_text() == "ran"
     warning = next(r for r in caplog.records if "Approval is off" in r.getMessage())
     assert warning.levelname == "WARNING" and "demo.purge" in warning.getMessage()

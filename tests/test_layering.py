@@ -139,7 +139,7 @@ def test_the_graph_sees_known_edges() -> None:
     # The parser itself: a module-level, a lazy, a from-submodule and a TYPE_CHECKING-only import.
     found = {(i.source, i.target): i for i in imports()}
     assert not found[("apcore_mcp.run.serve", "apcore_mcp.run.serving")].lazy
-    assert found[("apcore_mcp.http.app", "apcore_mcp.replicas.shared")].lazy
+    assert found[("apcore_mcp.service", "apcore_mcp.replicas.shared")].lazy
     assert ("apcore_mcp.records", "apcore_mcp.behaviour") in found
     assert ("apcore_mcp.upstream.serving", "apcore_mcp.http.toolsets") not in found
     assert cycles([Import("a", "b", 1, False), Import("b", "a", 1, False)]) == {("a", "b")}

@@ -131,6 +131,21 @@ def test_close_fails_waiting_calls_and_refuses_new_ones() -> None:
     pool.close()  # idempotent
 
 
+def test_the_last_lease_closes_the_pool_and_a_new_one_opens_it() -> None:
+    pool = SyncPool(1)
+    first, second = pool.lease(), pool.lease()  # two servers serving one executor
+    first()
+    first()  # a release counts once
+    assert pool.submit(lambda: "open").future.result(HANG_GUARD_S) == "open"
+    second()
+    with pytest.raises(PoolClosedError):
+        pool.submit(lambda: None)
+    again = pool.lease()  # a later server serves the same executor
+    assert pool.submit(lambda: "again").future.result(HANG_GUARD_S) == "again"
+    again()
+    assert pool.stats()["threads"] == 0  # the idle thread ended with the last lease
+
+
 @pytest.mark.parametrize(("size", "abandoned"), [(0, None), (1, -1)])
 def test_pool_rejects_bad_sizes(size: int, abandoned: int | None) -> None:
     with pytest.raises(ValueError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -66,11 +65,9 @@ def test_change_messages_round_trip_and_strangers_are_ignored() -> None:
 
 
 @pytest.fixture
-def bridge() -> Iterator[Bridge]:
+def bridge() -> Bridge:
     settings = Settings(dynamic=True, broadcast_changes=True, redis_url=DEAD_REDIS, redis_prefix="t:")
-    built = Bridge.build(make_executor(), settings)
-    yield built
-    built.close()
+    return Bridge.build(make_executor(), settings)
 
 
 async def test_redis_unreachable_from_the_start_is_degraded_not_down(
@@ -100,18 +97,15 @@ async def test_ready_is_503_from_the_stop_signal_while_health_stays_200() -> Non
     app = create_app(bridge=bridge)
     server = make_http_server(app, bridge)
     transport = httpx.ASGITransport(app=app)
-    try:
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url="http://localhost") as http,
-        ):
-            assert (await http.get("/ready")).status_code == 200
-            server.handle_exit(signal.SIGTERM, None)
-            stopping = await http.get("/ready")
-            assert (stopping.status_code, stopping.json()) == (503, {"status": "stopping"})
-            assert (await http.get("/health")).status_code == 200  # liveness: draining is not dead
-    finally:
-        bridge.close()
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://localhost") as http,
+    ):
+        assert (await http.get("/ready")).status_code == 200
+        server.handle_exit(signal.SIGTERM, None)
+        stopping = await http.get("/ready")
+        assert (stopping.status_code, stopping.json()) == (503, {"status": "stopping"})
+        assert (await http.get("/health")).status_code == 200  # liveness: draining is not dead
 
 
 class _SignalledServer:
@@ -131,5 +125,4 @@ async def test_under_plain_uvicorn_the_stop_is_seen_and_announced() -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
         reset_streams()  # the drain ended every event stream of this process: later tests stream again
-        bridge.close()
     assert stopped == [True]

@@ -21,7 +21,6 @@ async def test_a_declared_dialect_is_served_as_written_and_validated() -> None:
         ok = await client.call_tool("json_schema_2020_12_tool", {"name": "Ann", "contactMethod": "phone", "phone": "1"})
         no_phone = await client.call_tool("json_schema_2020_12_tool", {"name": "Ann", "contactMethod": "phone"})
         extra = await client.call_tool("json_schema_2020_12_tool", {"email": "a@b", "nickname": "x"})
-    bridge.close()
     schema = tool.input_schema
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$defs"]["address"]["$anchor"] == "addressDef"

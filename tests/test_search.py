@@ -21,6 +21,7 @@ from apcore_mcp.search import ToolSearch, tokenize
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import Echo
+from tests._support.results import text_of
 from tests._support.upstreams import mounted, stdio_entry
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "extensions"
@@ -124,7 +125,7 @@ def search_bridge(executor: Executor) -> Bridge:
 
 async def meta(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[str, Any, bool]:
     result = await client.session.call_tool(tool, arguments)
-    return result.content[0].text, result.structured_content, bool(result.is_error)
+    return text_of(result), result.structured_content, bool(result.is_error)
 
 
 def hidden_executor(registry: Registry) -> Executor:
@@ -166,7 +167,7 @@ async def test_search_describe_and_invoke() -> None:
     assert "chart" not in chart["outputSchema"]["properties"]  # the image goes out as a content block
     assert described["not_found"] == ["nope.nothing"]
     assert not error and invoked["words"] == 3
-    assert direct.is_error and "text" in direct.content[0].text  # the target's own validation
+    assert direct.is_error and "text" in text_of(direct)  # the target's own validation
     assert too_many.is_error
 
 
@@ -179,9 +180,8 @@ async def test_invoke_tool_holds_the_target_to_the_output_size_limit() -> None:
             INVOKE_TOOL, {"name": "demo.echo", "arguments": {"text": "x" * 600, "times": 5}}
         )
         small = await client.session.call_tool(INVOKE_TOOL, {"name": "demo.echo", "arguments": {"text": "hi"}})
-    bridge.close()
     assert not small.is_error
-    assert big.is_error and "exceeds the limit" in big.content[0].text  # type: ignore[union-attr]
+    assert big.is_error and "exceeds the limit" in text_of(big)
 
 
 async def test_hidden_tools_are_never_found_and_look_exactly_missing() -> None:

@@ -40,7 +40,10 @@ async def test_openai_route_equals_to_openai_tools(
     strict: bool, embed: bool, tags: list[str] | None, prefix: str | None
 ) -> None:
     executor = make_executor()
-    params: list[tuple[str, str]] = [("strict", str(strict).lower()), ("embed_annotations", "1" if embed else "0")]
+    params: list[tuple[str, str | int | float | bool | None]] = [
+        ("strict", str(strict).lower()),
+        ("embed_annotations", "1" if embed else "0"),
+    ]
     params += [("tags", tag) for tag in tags or []]
     if prefix:
         params.append(("prefix", prefix))
@@ -72,7 +75,8 @@ async def test_openai_route_rejects_bad_values(query: str, message: str) -> None
 async def test_openai_route_reflects_live_changes() -> None:
     executor = make_executor()
     app = create_app(executor, Settings(dynamic=True))
-    async with asgi_client(app) as http:
+    # The app follows the registry while it runs: from its lifespan's start to its end.
+    async with app.router.lifespan_context(app), asgi_client(app) as http:
         # Asked before the change too, so an answer kept from before would show here.
         names = [tool["function"]["name"] for tool in (await http.get("/openai/tools")).json()]
         assert "late-arrival" not in names
@@ -82,7 +86,6 @@ async def test_openai_route_reflects_live_changes() -> None:
         executor.registry.unregister("late.arrival")
         names = [tool["function"]["name"] for tool in (await http.get("/openai/tools")).json()]
         assert "late-arrival" not in names
-    app.state.bridge.close()
 
 
 # -- /metrics, /health, /ready ---------------------------------------------------------------
@@ -376,4 +379,3 @@ def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
     served = app.create_app()
     assert len(served.state.bridge.catalog) == 5
-    served.state.bridge.close()

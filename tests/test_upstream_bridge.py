@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
+from tests._support.results import text_of
 from tests._support.sessions import Inbox, running_http
 from tests._support.upstreams import UPSTREAM, http_upstream, mounted, stdio_entry, upstream_children, url_entry
 
@@ -117,14 +118,14 @@ async def test_remote_upstreams_behind_the_bridge(transport: str) -> None:
 async def test_upstream_progress_reaches_our_client(side: str) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async with mounted(UP) as mount:
         bridge = Bridge.build(mount.executor, Settings())
         async with our_client(bridge, side) as client:
-            result = await client.session.call_tool("up.progress", {"steps": 3}, progress_callback=progress)
-    assert result.content[0].text == "done 3"
+            result = await client.session.call_tool("up.progress", {"steps": 3}, progress_callback=on_progress)
+    assert text_of(result) == "done 3"
     assert seen == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
 
 
@@ -145,7 +146,7 @@ async def test_upstream_elicitation_and_sampling_reach_our_client(protocol: str)
         async with our_client(bridge, "http", elicitation_callback=on_elicit, sampling_callback=on_sample) as client:
             answered = await client.session.call_tool("up.ask", {"question": "Proceed?"})
             sampled = await client.session.call_tool("up.sample", {"prompt": "6 x 7?"})
-    assert (answered.content[0].text, sampled.content[0].text) == ("accept:yes", "model said: 42")
+    assert (text_of(answered), text_of(sampled)) == ("accept:yes", "model said: 42")
     assert asked == ["Proceed?", "6 x 7?"]
 
 
@@ -154,7 +155,7 @@ async def test_an_upstream_question_our_client_cannot_answer_fails_closed() -> N
         bridge = Bridge.build(mount.executor, Settings())
         async with our_client(bridge, "memory") as client:  # declares no elicitation capability
             result = await client.session.call_tool("up.ask", {"question": "Proceed?"})
-    assert result.is_error and result.content[0].text.startswith("client refused")
+    assert result.is_error and text_of(result).startswith("client refused")
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
@@ -162,13 +163,10 @@ async def test_upstream_list_changed_becomes_ours(protocol: str) -> None:
     inbox = Inbox()
     async with mounted({"mcpServers": {"up": stdio_entry(protocol=protocol)}}) as mount:
         bridge = Bridge.build(mount.executor, Settings(dynamic=True))
-        try:
-            async with our_client(bridge, "http", inbox) as client:
-                await client.session.call_tool("up.grow", {"name": "newt"})
-                await inbox.wait_for("notifications/tools/list_changed")
-                names = {tool.name for tool in (await client.list_tools()).tools}
-        finally:
-            bridge.close()
+        async with our_client(bridge, "http", inbox) as client:
+            await client.session.call_tool("up.grow", {"name": "newt"})
+            await inbox.wait_for("notifications/tools/list_changed")
+            names = {tool.name for tool in (await client.list_tools()).tools}
     assert "up.newt" in names
 
 
@@ -197,9 +195,9 @@ async def test_acl_and_timeouts_apply_to_upstream_tools() -> None:
             hung = await client.session.call_tool("up.hang", {"seconds": 30})
             bad = await client.session.call_tool("up.echo", {"text": 5})
             fine = await client.session.call_tool("up.echo", {"text": "ok"})
-    assert (denied.is_error, denied.content[0].text) == (True, "Access denied")
-    assert (hung.is_error, hung.content[0].text) == (True, "Module timed out after 3000ms")  # the module's timeout
-    assert bad.is_error and "- text: 5 is not of type 'string' (type)" in bad.content[0].text
+    assert (denied.is_error, text_of(denied)) == (True, "Access denied")
+    assert (hung.is_error, text_of(hung)) == (True, "Module timed out after 3000ms")  # the module's timeout
+    assert bad.is_error and "- text: 5 is not of type 'string' (type)" in text_of(bad)
     assert fine.structured_content == {"echo": "ok"}
 
 
@@ -227,7 +225,7 @@ async def test_a_canary_secret_never_reaches_logs_or_metrics(caplog: pytest.LogC
             bridge = Bridge.build(mount.executor, Settings())
             async with running_http(bridge) as base, Client(f"{base}/mcp", mode="legacy") as client:
                 assert (await client.session.call_tool("web.echo", {"text": "x"})).structured_content == {"echo": "x"}
-                digest = (await client.session.call_tool("up.env", {"name": "SECRET"})).content[0].text
+                digest = text_of(await client.session.call_tool("up.env", {"name": "SECRET"}))
                 async with httpx.AsyncClient() as http:
                     metrics = (await http.get(f"{base}/metrics")).text
     assert digest == hashlib.sha256(CANARY.encode()).hexdigest()  # expanded into the upstream's environment
@@ -241,5 +239,5 @@ async def test_a_crashed_upstream_fails_its_call_and_serves_the_next_one() -> No
         async with our_client(bridge, "memory") as client:
             crashed = await client.session.call_tool("up.crash", {})
             after = await client.session.call_tool("up.echo", {"text": "back"})
-    assert (crashed.is_error, crashed.content[0].text) == (True, "Module error: UPSTREAM_UNAVAILABLE")
+    assert (crashed.is_error, text_of(crashed)) == (True, "Module error: UPSTREAM_UNAVAILABLE")
     assert after.structured_content == {"echo": "back"}

@@ -9,6 +9,7 @@ import pytest
 from apcore import Context, Executor, Identity, Registry
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled
@@ -156,7 +157,7 @@ async def test_a_toolset_serves_its_servers_tools_and_the_local_modules_it_selec
         cfg = mount.runtime.config
         pub = Bridge.build(executor, Settings(dynamic=True), include=toolset_filter(registry, cfg.toolset("pub")))
         bare = Bridge.build(executor, Settings(), include=toolset_filter(registry, cfg.toolset("bare")))
-        try:
+        async with BridgeService(pub):  # pub follows the registry, through its own selection
             pub_names = {record.name for record in pub.catalog.records()}
             bare_names = {record.name for record in bare.catalog.records()}
             local_public = set(registry.list(tags=["public"]))
@@ -165,8 +166,6 @@ async def test_a_toolset_serves_its_servers_tools_and_the_local_modules_it_selec
             await mount.executor.call_async("b.grow", {"name": "extra"}, Context.create())
             await mount.runtime.sources["b"].refresh()
             assert registry.has("b.extra") and pub.catalog.get("b.extra") is None  # another toolset's change
-        finally:
-            pub.close()
 
 
 def test_principal_keys_follow_the_sharing_policy() -> None:

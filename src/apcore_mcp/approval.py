@@ -24,8 +24,7 @@ from typing import Any
 from apcore import Executor
 from apcore.approval import ApprovalRequest, ApprovalResult
 
-from apcore_mcp.context import call_context
-from apcore_mcp.mcp.peer import ModernPeer
+from apcore_mcp.context import Peer, call_context
 from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.used_approvals import MemoryUsedApprovals, UsedApprovals, UsedApprovalsUnavailable, state_digest
 
@@ -125,11 +124,11 @@ class MCPApprovalHandler:
             confirmation_message(request), confirmation_schema(request.module_id), key=key
         )
         decision = _decide(answer)
-        if decision.status == "approved" and isinstance(call.peer, ModernPeer):
+        if decision.status == "approved" and call.peer.era == "modern":
             return await self._spend(call.peer, decision)
         return decision
 
-    async def _spend(self, peer: ModernPeer, decision: ApprovalResult) -> ApprovalResult:
+    async def _spend(self, peer: Peer, decision: ApprovalResult) -> ApprovalResult:
         """``decision`` if the state that carried the "yes" was not used before (now it is); else a rejection."""
         if peer.request_state is None:
             return _rejected(NO_STATE)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -18,13 +17,12 @@ from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.access import ToolAccess
-from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
+from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
-from apcore_mcp.pipeline import build_executor, close_pipeline
+from apcore_mcp.pipeline import build_executor
+from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.prompts import Prompt, load_prompts
-from apcore_mcp.records import ToolRecord
-from apcore_mcp.resources import DOCS_SCHEME
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig, load_config
 from apcore_mcp.upstream.module import upstream_server_of
@@ -86,16 +84,6 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
     )
 
 
-def change_of(record: ToolRecord) -> ListChange:
-    """What adding or removing ``record`` changes for clients: a list, and its docs resource."""
-    documented = bool(record.documentation)
-    return ListChange(
-        tools=record.resource is None,
-        resources=documented or record.resource is not None,
-        updated=(f"{DOCS_SCHEME}{record.name}",) if documented else (),
-    )
-
-
 def call_limits(settings: Settings) -> CallLimits:
     """The rate limit and concurrency cap (and one caller's share of it) the settings ask for."""
     return CallLimits(
@@ -112,33 +100,39 @@ def authorization_for(executor: Executor, settings: Settings, limits: CallLimits
     return Authorization(tool_rules=rules, acl=executor_acl(executor), limits=limits)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Bridge:
-    """Everything one served registry needs; build it with ``Bridge.build``."""
+    """The wiring of one served registry: built by ``Bridge.build``, immutable, with nothing to close.
+
+    What lives and dies while it is served (following the registry, the Executor's pool, the
+    notifier's loop, upstream servers, the replicas' link) belongs to the ``BridgeService``
+    (``apcore_mcp.service``) that the hosting runner enters.
+    """
 
     registry: Registry
     executor: Executor
     settings: Settings
     catalog: ToolCatalog
+    """What the server lists: every served module, or in search mode the three meta-tools."""
+    full_catalog: ToolCatalog
+    """Every served module (``catalog`` itself outside search mode); the one that follows the registry."""
     router: CallRouter
     notifier: ListChangedNotifier
     parts: ServerParts
     access: ToolAccess
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
+    """The bridge built the Executor (from a bare Registry), so its services lease its sync pool."""
     search: ToolSearch | None = None
     """Tool-search mode: the index over every tool (``catalog`` then holds the three meta-tools)."""
     upstream_config: UpstreamConfig | None = None
     """The ``mcp.json`` of ``settings.mcp_config``, as read at build (servers mount when serving starts)."""
     selection: ToolsetSelection | None = None
-    """The main endpoint's toolset selection when a config is in use (swapped on reload)."""
+    """The main endpoint's selection when a config is in use (updated on reload)."""
     limits: CallLimits = field(default_factory=CallLimits)
     """The rate limit and concurrency cap every module run of this server is admitted by."""
     authorization: Authorization = field(default_factory=Authorization)
     """The check the router runs on every module it is about to run (tool scopes, then ``limits``)."""
-    started_at: float = field(default_factory=time.monotonic)
-    _unsubscribe: Callable[[], None] | None = None
-    _full_catalog: ToolCatalog | None = None
 
     @property
     def server(self) -> ApcoreServer:
@@ -153,7 +147,7 @@ class Bridge:
         include: Callable[[str], bool] | None = None,
         limits: CallLimits | None = None,
     ) -> Bridge:
-        """Convert every module once; with ``settings.dynamic``, follow the registry from now on.
+        """Convert every module once (following the registry is the service's, see ``BridgeService``).
 
         ``include`` narrows the served modules further (a toolset's selection, see
         ``apcore_mcp.upstream.toolsets.toolset_filter``). ``limits`` shares another server's rate
@@ -177,9 +171,7 @@ class Bridge:
         executor = executor_for(registry_or_executor, settings)
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
         catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
-        if settings.dynamic:
-            catalog.watch()  # before load(): a module registered meanwhile is not missed
-        catalog.load()
+        catalog.load()  # with settings.dynamic, the service follows the registry from when it starts
         limits = limits if limits is not None else call_limits(settings)
         authorization = authorization_for(executor, settings, limits)
         router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes, authorization=authorization)
@@ -209,14 +201,24 @@ class Bridge:
         )
         parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
-        owns = not isinstance(registry_or_executor, Executor)
         bridge = cls(
-            registry, executor, settings, served, router, notifier, parts, access, prompts, owns, search,
-            upstream_config, selection, limits, authorization,
-        )  # fmt: skip
-        bridge._full_catalog = catalog
-        if settings.dynamic and search is None:
-            bridge._unsubscribe = catalog.subscribe(bridge._on_change)
+            registry=registry,
+            executor=executor,
+            settings=settings,
+            catalog=served,
+            full_catalog=catalog,
+            router=router,
+            notifier=notifier,
+            parts=parts,
+            access=access,
+            prompts=prompts,
+            owns_executor=not isinstance(registry_or_executor, Executor),
+            search=search,
+            upstream_config=upstream_config,
+            selection=selection,
+            limits=limits,
+            authorization=authorization,
+        )
         if not len(catalog) and not catalog.resource_records():
             logger.warning("No modules registered; server starting with zero tools")
         bridge._warn_about_approval(registry_or_executor)
@@ -224,10 +226,9 @@ class Bridge:
 
     def refilter(self) -> None:
         """Re-read the catalog (its toolset selection may have changed); announce a changed tool list."""
-        catalog = self._full_catalog or self.catalog
-        before = catalog.records()
-        catalog.load()
-        if self.search is None and catalog.records() != before:
+        before = self.full_catalog.records()
+        self.full_catalog.load()
+        if self.search is None and self.full_catalog.records() != before:
             self.notifier.changed(tools=True)
 
     def _warn_about_approval(self, source: Registry | Executor) -> None:
@@ -238,7 +239,7 @@ class Bridge:
                 len(gated),
                 ", ".join(gated) or "none now",
             )
-        elif gated and isinstance(source, Executor) and getattr(source, "_approval_handler", None) is None:
+        elif gated and isinstance(source, Executor) and executor_approval_handler(source) is None:
             logger.warning(
                 "Your Executor has no approval handler, so apcore runs these tools unconfirmed: %s. "
                 "Give it one: executor.set_approval_handler(apcore_mcp.MCPApprovalHandler())",
@@ -251,21 +252,3 @@ class Bridge:
                 "approvals were used, so one could be replayed once on another replica or after a restart; "
                 "set redis_url to share the record"
             )
-
-    def _on_change(self, record: ToolRecord) -> None:
-        self.notifier.announce(change_of(record))
-
-    @property
-    def uptime_seconds(self) -> float:
-        return time.monotonic() - self.started_at
-
-    def close(self) -> None:
-        """Stop following the registry; shut down the Executor's pool if the bridge built it."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        self.catalog.unwatch()
-        if self._full_catalog is not None:
-            self._full_catalog.unwatch()
-        if self.owns_executor:
-            close_pipeline(self.executor)

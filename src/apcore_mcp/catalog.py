@@ -43,6 +43,7 @@ class ToolCatalog:
         """A further filter on module ids (a toolset's selection), applied after ``tags``/``prefix``."""
         self._lock = threading.Lock()
         self._records: dict[str, ToolRecord] = {}
+        self._loaded_ids: frozenset[str] = frozenset()
         self._tools: dict[str, ToolRecord] = {}
         self._snapshot: tuple[ToolRecord, ...] = ()
         self._resources: tuple[ToolRecord, ...] = ()
@@ -81,13 +82,28 @@ class ToolCatalog:
 
     def load(self) -> None:
         """(Re)build every record from the registry, skipping modules that cannot be converted."""
-        module_ids = self._registry.list(tags=self._tags, prefix=self._prefix)
-        if self._include is not None:
-            module_ids = [module_id for module_id in module_ids if self._include(module_id)]
+        module_ids = self._wanted_ids()
         records = [record for module_id in module_ids if (record := self._build(module_id)) is not None]
         with self._lock:
             self._records = {record.name: record for record in records}
+            self._loaded_ids = frozenset(module_ids)
             self._publish_locked()
+
+    def catch_up(self) -> bool:
+        """``load()`` again if the registry's modules are not those last loaded; True if it did.
+
+        For a catalog loaded before it began to ``watch()``: what registered in between is read.
+        """
+        if frozenset(self._wanted_ids()) == self._loaded_ids:
+            return False
+        self.load()
+        return True
+
+    def _wanted_ids(self) -> list[str]:
+        module_ids: list[str] = self._registry.list(tags=self._tags, prefix=self._prefix)
+        if self._include is not None:
+            module_ids = [module_id for module_id in module_ids if self._include(module_id)]
+        return module_ids
 
     def _build(self, module_id: str) -> ToolRecord | None:
         if len(module_id) > MAX_TOOL_NAME_LENGTH:

@@ -97,6 +97,14 @@ class Peer(Protocol):
 
     async def log(self, level: LogLevel, data: object, logger_name: str | None) -> None: ...  # pragma: no cover
 
+    request_state: str | None
+    """2026-07-28 era: the sealed ``requestState`` this request carried back (answers of earlier rounds)."""
+
+    async def spend_state(self, spend: Callable[[str], Awaitable[bool]]) -> bool:
+        """2026-07-28 era: act on the answers of this request's ``requestState`` at most once (see
+        ``ModernPeer.spend_state``); ``False`` where no state carries answers."""
+        ...  # pragma: no cover
+
 
 @dataclass(eq=False)
 class CallContext:

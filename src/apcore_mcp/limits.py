@@ -153,6 +153,15 @@ class CallLimits:
     def active(self) -> bool:
         return self.rate is not None or self.max_concurrent is not None
 
+    def share(self, buckets: BucketStore) -> Callable[[], None]:
+        """Count rates in ``buckets`` (the replicas' shared store) until the returned function restores ours."""
+        previous, self.buckets = self.buckets, buckets
+
+        def restore() -> None:
+            self.buckets = previous
+
+        return restore
+
     def running_for(self, caller: str) -> int:
         """How many admitted calls of ``caller`` are running now."""
         return self._by_caller.get(caller, 0)

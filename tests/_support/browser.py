@@ -24,8 +24,10 @@ from tests._support.sessions import running_http
 
 try:
     from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+
+    HAS_PLAYWRIGHT = True
 except ImportError:  # reported by the ``browser`` fixture
-    async_playwright = None
+    HAS_PLAYWRIGHT = False
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -50,7 +52,7 @@ document.addEventListener("securitypolicyviolation", (event) => {
 @contextlib.asynccontextmanager
 async def launched_browser() -> AsyncIterator[Browser]:
     """Debian's headless Chromium through Playwright; fails the test, saying what to install, if either is missing."""
-    if async_playwright is None:
+    if not HAS_PLAYWRIGHT:
         pytest.fail("Playwright is not installed: pip install 'playwright>=1.49' (browsers are not downloaded)")
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
@@ -93,20 +95,17 @@ class Explorer:
 async def explorer(browser: Browser, executor: Any = None, **settings: Any) -> AsyncIterator[Explorer]:
     """The explorer page opened in a fresh browser context against a server on 127.0.0.1."""
     bridge = Bridge.build(executor or make_executor(), Settings(explorer=True, **settings))
-    try:
-        async with running_http(bridge) as url:
-            assert url.startswith("http://127.0.0.1:")
-            context = await browser.new_context(viewport={"width": 1280, "height": 860})
-            try:
-                page = await context.new_page()
-                page.set_default_timeout(10_000)
-                await page.add_init_script(CSP_LISTENER)
-                opened = Explorer(page, f"{url}/explorer/")
-                page.on("console", opened.on_console)
-                page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
-                page.on("dialog", opened.on_dialog)
-                yield opened
-            finally:
-                await context.close()
-    finally:
-        bridge.close()
+    async with running_http(bridge) as url:
+        assert url.startswith("http://127.0.0.1:")
+        context = await browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            page = await context.new_page()
+            page.set_default_timeout(10_000)
+            await page.add_init_script(CSP_LISTENER)
+            opened = Explorer(page, f"{url}/explorer/")
+            page.on("console", opened.on_console)
+            page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
+            page.on("dialog", opened.on_dialog)
+            yield opened
+        finally:
+            await context.close()

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {
+INIT: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 0,
     "method": "initialize",
@@ -75,7 +75,8 @@ def sse_payload(text: str) -> dict[str, Any]:
     import json
 
     data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    return json.loads(data[-1] if data else text)
+    message: dict[str, Any] = json.loads(data[-1] if data else text)
+    return message
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -112,11 +113,8 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float = 20.0)
 async def serving(registry: Registry | Executor | None = None, **settings: Any) -> AsyncIterator[tuple[str, Bridge]]:
     """The hostile registry (or ``registry``, or an executor) served by uvicorn in this event loop."""
     bridge = Bridge.build(registry or hostile_registry(), Settings(**settings))
-    try:
-        async with running_http(bridge) as url:
-            yield url, bridge
-    finally:
-        bridge.close()
+    async with running_http(bridge) as url:
+        yield url, bridge
 
 
 @contextlib.contextmanager

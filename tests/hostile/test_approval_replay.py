@@ -365,8 +365,8 @@ async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path, marker:
 def test_shared_sealing_keys_without_redis_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
     """Replicas sharing keys but not a record could each accept an approved state once: say so at start."""
     caplog.set_level(logging.WARNING, logger="apcore_mcp")
-    Bridge.build(Registry(), Settings(request_state_keys=(new_key(),))).close()
+    Bridge.build(Registry(), Settings(request_state_keys=(new_key(),)))
     assert any("request_state_keys are set without redis_url" in message for message in caplog.messages)
     caplog.clear()
-    Bridge.build(Registry(), Settings()).close()  # a per-process key: one process, one record
+    Bridge.build(Registry(), Settings())  # a per-process key: one process, one record
     assert not any("request_state_keys" in message for message in caplog.messages)

@@ -39,6 +39,7 @@ from tests._support.auth import api_key_entry, bearer, sse_session
 from tests._support.hostile import serving, wait_until
 from tests._support.hostile_modules import Sleeper
 from tests._support.modules import Echo
+from tests._support.results import text_of
 from tests._support.upstreams import UPSTREAM
 
 ALICE = "alice-key-" + "a" * 30  # no scopes
@@ -78,7 +79,7 @@ def settings(tmp_path: Path, *, search: bool = False, **changes: Any) -> dict[st
 
 
 def answer(result: Any) -> str:
-    text = result.content[0].text
+    text = text_of(result)
     return f"refused: {text}" if result.is_error else f"ok:{json.loads(text)['echo']}"
 
 
@@ -243,12 +244,9 @@ async def test_a_new_edge_gets_the_check_by_going_through_the_router(search: boo
         principal = Principal(Identity(id="dave"), scopes=frozenset(scopes))
         return CallContext(identity=principal.identity, principal=principal, caller="dave", origin="new-edge")
 
-    try:
-        without = await bridge.router.call(name, arguments, caller())
-        with_scope = await bridge.router.call(name, arguments, caller("vault"))
-        no_token = await bridge.router.call(name, arguments, CallContext(origin="stdio"))  # no token: no scopes
-    finally:
-        bridge.close()
+    without = await bridge.router.call(name, arguments, caller())
+    with_scope = await bridge.router.call(name, arguments, caller("vault"))
+    no_token = await bridge.router.call(name, arguments, CallContext(origin="stdio"))  # no token: no scopes
     expected = HIDDEN if search else DENIED  # invoke_tool hides what search hides, as a missing tool
     assert without.error is not None and f"refused: {without.error.message}" == expected
     assert with_scope.ok and no_token.ok
@@ -284,6 +282,6 @@ async def test_an_upstream_tool_needs_its_scope_too(search: bool, tmp_path: Path
         for key in (ALICE, CAROL):
             async with client_at(f"{url}/mcp", key, "legacy") as client:
                 result = await client.call_tool(*request("up.echo", ARGS, search))
-            answers.append((result.is_error, result.content[0].text))
+            answers.append((result.is_error, text_of(result)))
     refused = "Module not found: up.echo" if search else "Access denied: needs scope vault"
     assert answers == [(True, refused), (False, "hi")]

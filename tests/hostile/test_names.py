@@ -17,6 +17,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.catalog import ToolCatalog
 
 from tests._support.hostile_modules import LONG_ID, TOO_LONG_ID, hostile_registry
+from tests._support.results import text_of
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -53,8 +54,7 @@ async def test_an_89_character_id_is_an_mcp_tool_and_one_past_128_is_not_served(
         assert TOO_LONG_ID not in listed
         assert (await client.call_tool(LONG_ID, {})).is_error is False
         refused = await client.call_tool(TOO_LONG_ID, {})
-        assert refused.is_error is True and refused.content[0].text == f"Module not found: {TOO_LONG_ID}"
-    bridge.close()
+        assert refused.is_error is True and text_of(refused) == f"Module not found: {TOO_LONG_ID}"
     assert any(TOO_LONG_ID in message and "128" in message for message in caplog.messages)
 
 

@@ -23,9 +23,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 from pydantic import BaseModel
+from starlette.applications import Starlette
 
 from apcore_mcp import release_stream
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
 
@@ -41,6 +43,7 @@ from tests._support.hostile import (
     wait_until,
 )
 from tests._support.hostile_modules import hostile_registry
+from tests._support.results import text_of
 
 MiB = 1024 * 1024
 ALICE, BOB = "alice-key-" + "a" * 30, "bob-key-" + "b" * 30
@@ -51,14 +54,15 @@ RESUME_UNAVAILABLE = '"code":-32013'  # http.events.RESUME_UNAVAILABLE, as the w
 
 
 @contextlib.asynccontextmanager
-async def served(registry: Registry | None = None, **settings: Any) -> AsyncIterator[tuple[str, Any]]:
+async def served(registry: Registry | None = None, **settings: Any) -> AsyncIterator[tuple[str, ResumeStore | None]]:
     """uvicorn serving the hostile registry in this loop; its URL and the app's resume store (None if none)."""
     bridge = Bridge.build(registry or hostile_registry(), Settings(**settings))
-    try:
-        async with serving_http(bridge) as (server, url):
-            yield url, getattr(server.config.app.state, "resume_store", None)
-    finally:
-        bridge.close()
+    async with serving_http(bridge) as (server, url):
+        app = server.config.app
+        assert isinstance(app, Starlette)
+        store = app.state.resume_store
+        assert store is None or isinstance(store, ResumeStore)
+        yield url, store
 
 
 def headers_for(session_id: str, key: str | None = None) -> dict[str, str]:
@@ -260,7 +264,6 @@ async def replayed(events: Any, event_id: str) -> list[Any]:
 
 async def test_the_store_keeps_at_most_its_byte_budgets() -> None:
     from apcore_mcp.http.events import RESUME_UNAVAILABLE as CODE
-    from apcore_mcp.http.events import ResumeStore
 
     store = ResumeStore(max_bytes=4 * MiB, stream_max_bytes=1 * MiB)
     sessions = [store.open(f"s{n}") for n in range(3)]
@@ -295,8 +298,6 @@ async def test_the_store_keeps_at_most_its_byte_budgets() -> None:
 
 async def test_a_session_flooding_the_store_evicts_its_own_events_not_anothers() -> None:
     """Past the total budget the largest holder pays: another caller's small stream stays resumable."""
-    from apcore_mcp.http.events import ResumeStore
-
     store = ResumeStore(max_bytes=4 * MiB, stream_max_bytes=1 * MiB)
     quiet, flood = store.open("quiet"), store.open("flood")
     kept = await quiet.store_event("q", None)
@@ -312,18 +313,19 @@ async def test_a_session_flooding_the_store_evicts_its_own_events_not_anothers()
 
 async def test_150_results_of_1_mb_hold_at_most_the_budget() -> None:
     async with served() as (url, store), httpx.AsyncClient(timeout=30) as http:
+        assert store is not None
         session = await open_as(http, url)
-        priming, held = [], []
+        priming: list[str] = []
+        held: list[int] = []
         for request_id in range(150):
             events = await call(http, url, session, request_id, {"size": MiB})
             assert len(events[-1][1]) > MiB  # the result came whole
             priming.append(event_ids(events)[0])
-            held.append(getattr(store, "held_bytes", None))
+            held.append(store.held_bytes)
         _, text = await resume(http, url, session, priming[0])  # past the horizon: an error, no partial replay
         assert RESUME_UNAVAILABLE in text and "xxxx" not in text
         _, text = await resume(http, url, session, priming[-1])
         assert json.loads(text.split("data:")[-1])["id"] == 149
-        assert store is not None
         assert max(held) <= 48 * MiB and held[-1] > 40 * MiB  # never over; full, the newest results kept
 
 
@@ -363,7 +365,7 @@ async def test_the_sdk_client_resuming_past_the_horizon_gets_an_error() -> None:
     settings = {"resume_max_bytes": 4 * MiB, "resume_stream_max_bytes": 256 * 1024, "sse_retry_ms": 1000}
     async with served(registry, **settings) as (url, _), Client(f"{url}/mcp", mode="legacy") as client:
         small = await client.call_tool("hostile.released", {"size": 1000})
-        assert "x" * 1000 in small.content[0].text  # resumed and replayed
+        assert "x" * 1000 in text_of(small)  # resumed and replayed
         with anyio.fail_after(10), pytest.raises(MCPError) as raised:  # 400 KB: over the stream's budget
             await client.call_tool("hostile.released", {"size": 400_000})
         assert raised.value.error.code == -32013 and "dropped" in raised.value.error.message

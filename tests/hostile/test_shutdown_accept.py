@@ -31,11 +31,8 @@ QUEUED = 20
 @contextlib.asynccontextmanager
 async def server_in_loop() -> AsyncIterator[tuple[HttpServer, int]]:
     bridge = Bridge.build(hostile_registry(), Settings())
-    try:
-        async with serving_http(bridge) as (server, url):
-            yield server, int(url.rsplit(":", 1)[1])
-    finally:
-        bridge.close()
+    async with serving_http(bridge) as (server, url):
+        yield server, int(url.rsplit(":", 1)[1])
 
 
 def request(port: int) -> bytes:

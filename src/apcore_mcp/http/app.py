@@ -8,12 +8,11 @@ Host/Origin guard, then has its body read within the size limit and deadline (``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from mcp.server.sse import SseServerTransport
@@ -43,12 +42,10 @@ from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
+from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.types import RegistryOrExecutor
-from apcore_mcp.upstream.serving import readiness, serving_upstreams
-
-if TYPE_CHECKING:
-    from apcore_mcp.replicas.shared import SharedState
+from apcore_mcp.upstream.serving import readiness
 
 logger = logging.getLogger(__name__)
 
@@ -63,15 +60,22 @@ def create_app(
     *,
     bridge: Bridge | None = None,
 ) -> Starlette:
-    """Build the HTTP app for a Registry or Executor (or an already built ``bridge``)."""
+    """Build the HTTP app for a Registry or Executor (or an already built ``bridge``).
+
+    The app owns what it creates: the ``BridgeService`` that serves the bridge, entered in its
+    lifespan, and everything HTTP (sessions, resume store, metrics). A bridge handed to it is
+    only read (it has nothing to close), so one bridge can be served by several apps in turn.
+    """
     if bridge is None:
+        if registry_or_executor is None:
+            raise TypeError("create_app() needs a Registry or Executor, or bridge=")
         bridge = Bridge.build(registry_or_executor, settings)
+    elif registry_or_executor is not None or settings is not None:
+        raise TypeError("create_app(): give a Registry or Executor (with settings), or bridge=, not both")
     settings = bridge.settings
     policy = HostPolicy.for_settings(settings)
     sdk_security = policy.to_sdk_settings()
-    metrics = Metrics(bridge)
-    bridge.router.observers.append(metrics.observe_call)
-    bridge.parts.admission.observers.append(metrics.reject)
+    metrics = Metrics(bridge.catalog, bridge.router)
     auth = build_auth(settings)  # None when auth is "none"
     # Streams resume with Last-Event-ID only in sessions and as SSE; each session's events are its own.
     resume_store = (
@@ -101,47 +105,40 @@ def create_app(
     # its call is cancelled only if it has not come back within a few of its reconnection delays.
     resume_grace = resume_grace_seconds(settings) if resume_store is not None else None
     take_over_stream_draining()
-    shared = _shared_state(bridge)
-    if shared is not None:  # rate-limit buckets shared by the replicas (this process's while Redis is away)
-        bridge.limits.buckets = shared.buckets(bridge.limits.buckets)
     # One MCP endpoint per toolset of the upstream config (the main toolset is /mcp itself).
     endpoints = (
         ToolsetEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
     )
+    service = BridgeService(bridge, toolsets=endpoints)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with (
             RedactedLogs(),  # first in, last out: nothing logged while serving shows a credential
+            service,
             manager.run(),
-            serving_upstreams(bridge, endpoints=endpoints) as upstreams,
             anyio.create_task_group() as background,
         ):
-            bridge.notifier.bind(asyncio.get_running_loop())
             stopping = functools.partial(mark_stopping, app)
             background.start_soon(
                 drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams
             )
-            if shared is not None:
-                background.start_soon(shared.run)
-            app.state.upstreams = upstreams
+            app.state.upstreams = service.upstreams
             app.state.stopping = False
             if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=auth is not None):
                 gate.expose()
             app.state.ready = True
             try:
-                # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
-                yield {
-                    HEADER_TIMEOUT_STATE: settings.header_timeout,
-                    MAX_HEADER_BYTES_STATE: settings.max_header_bytes,
-                    REJECT_STATE: metrics.reject,
-                }
+                with metrics.observing(bridge.router, bridge.parts.admission):
+                    # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
+                    yield {
+                        HEADER_TIMEOUT_STATE: settings.header_timeout,
+                        MAX_HEADER_BYTES_STATE: settings.max_header_bytes,
+                        REJECT_STATE: metrics.reject,
+                    }
             finally:
                 app.state.ready = False
                 background.cancel_scope.cancel()
-                if shared is not None:
-                    await shared.aclose()
-                bridge.close()
                 reset_streams()
 
     def streams(app: ASGIApp, route: str) -> ASGIApp:
@@ -153,7 +150,7 @@ def create_app(
         ),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
-        *service_routes(bridge, metrics, shared.problems if shared is not None else dict),
+        *service_routes(service, metrics),
         *(endpoints.routes if endpoints is not None else []),
     ]
     if settings.explorer:
@@ -180,6 +177,7 @@ def create_app(
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
+    app.state.service = service
     app.state.metrics = metrics
     app.state.ready = False
     app.state.stopping = False
@@ -193,20 +191,9 @@ def mark_stopping(app: Starlette) -> None:
     app.state.stopping = True
 
 
-def _shared_state(bridge: Bridge) -> SharedState | None:
-    if bridge.settings.redis_url is None:
-        return None
-    from apcore_mcp.replicas.shared import shared_state  # redis is an optional dependency
-
-    return shared_state(bridge)
-
-
-Problems = Callable[[], dict[str, str]]
-"""What runs degraded (``{"redis": "unreachable ..."}``): still serving, so still ready."""
-
-
-def service_routes(bridge: Bridge, metrics: Metrics, problems: Problems = dict) -> list[BaseRoute]:
-    """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools``."""
+def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
+    """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools`` of the bridge ``service`` serves."""
+    bridge = service.bridge
     settings = bridge.settings
 
     async def health(request: Request) -> JSONResponse:
@@ -216,7 +203,7 @@ def service_routes(bridge: Bridge, metrics: Metrics, problems: Problems = dict) 
             {
                 "status": "ok",
                 "module_count": len(bridge.catalog),
-                "uptime_seconds": round(bridge.uptime_seconds, 3),
+                "uptime_seconds": round(service.uptime_seconds, 3),
                 "version": settings.server_version(),
             }
         )
@@ -230,7 +217,7 @@ def service_routes(bridge: Bridge, metrics: Metrics, problems: Problems = dict) 
         upstreams = readiness(request.app.state.upstreams)
         if upstreams is not None:
             body["upstreams"] = upstreams
-        degraded = problems()
+        degraded = service.problems()
         if degraded:
             body["degraded"] = degraded
         return JSONResponse(body)

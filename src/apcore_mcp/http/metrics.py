@@ -6,8 +6,9 @@ id, token or client address ever becomes a label.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -15,7 +16,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from apcore_mcp.bridge import Bridge
+    from apcore_mcp.calls import CallRouter
+    from apcore_mcp.catalog import ToolCatalog
+    from apcore_mcp.mcp.admission import Refusals
 
 UNKNOWN_TOOL = "_unknown"
 UNMATCHED_ROUTE = "_unmatched"
@@ -41,9 +44,9 @@ class Metrics:
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, catalog: ToolCatalog, router: CallRouter) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._catalog = bridge.catalog
+        self._catalog = catalog
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.calls = Counter(
             "apcore_mcp_tool_calls",
@@ -59,9 +62,9 @@ class Metrics:
             registry=self.registry,
         )
         in_flight = Gauge("apcore_mcp_tool_calls_in_flight", "Tool calls running now", registry=self.registry)
-        in_flight.set_function(lambda: bridge.router.in_flight)
+        in_flight.set_function(lambda: router.in_flight)
         tools = Gauge("apcore_mcp_registered_tools", "Tools currently served", registry=self.registry)
-        tools.set_function(lambda: len(bridge.catalog))
+        tools.set_function(lambda: len(catalog))
         sessions = Gauge(
             "apcore_mcp_active_sessions",
             "Open MCP sessions: Streamable HTTP sessions (initialized or not) and SSE connections",
@@ -89,6 +92,17 @@ class Metrics:
             registry=self.registry,
         )
         self._http_children: dict[tuple[str, str, str], Any] = {}
+
+    @contextlib.contextmanager
+    def observing(self, router: CallRouter, refusals: Refusals) -> Iterator[None]:
+        """Count ``router``'s calls and the refusals of its MCP handlers while the block runs (the app's lifespan)."""
+        router.observers.append(self.observe_call)
+        refusals.observers.append(self.reject)
+        try:
+            yield
+        finally:
+            router.observers.remove(self.observe_call)
+            refusals.observers.remove(self.reject)
 
     def observe_call(self, name: str, kind: str, seconds: float) -> None:
         """Count one call: ``kind`` is ``ok``, ``cancelled``, ``input_required`` or the error kind."""

@@ -18,7 +18,6 @@ Wiring (the app factory): ``routes`` into the app (behind the Host/Origin guard)
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
@@ -39,6 +38,7 @@ from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.limits import CallLimits
 from apcore_mcp.options import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
+from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings_needs import MOUNTING
 from apcore_mcp.upstream.config import ToolsetSpec, UpstreamConfig
@@ -185,12 +185,11 @@ class ToolsetEndpoints:
 
     async def _serve(self, endpoint: ToolsetEndpoint, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         try:
-            async with endpoint.manager.run():
-                endpoint.bridge.notifier.bind(asyncio.get_running_loop())
+            # Its own service follows the registry; the main one holds the upstreams and the replicas' link.
+            async with BridgeService(endpoint.bridge, replicas=False), endpoint.manager.run():
                 task_status.started()
                 await endpoint.stop.wait()
         finally:
-            endpoint.bridge.close()
             endpoint.stopped.set()
 
     async def _close(self, endpoint: ToolsetEndpoint) -> None:

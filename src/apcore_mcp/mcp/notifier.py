@@ -21,6 +21,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 
 from apcore_mcp.mcp.peer import connection_of
 from apcore_mcp.mcp.resources import Subscriptions
+from apcore_mcp.records import ToolRecord
+from apcore_mcp.resources import DOCS_SCHEME
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,16 @@ class ListChange:
     tools: bool = True
     resources: bool = False
     updated: tuple[str, ...] = ()
+
+
+def change_of(record: ToolRecord) -> ListChange:
+    """What adding or removing ``record`` changes for clients: a list, and its docs resource."""
+    documented = bool(record.documentation)
+    return ListChange(
+        tools=record.resource is None,
+        resources=documented or record.resource is not None,
+        updated=(f"{DOCS_SCHEME}{record.name}",) if documented else (),
+    )
 
 
 class ListChangedNotifier:

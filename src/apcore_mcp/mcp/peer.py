@@ -87,11 +87,15 @@ class HandshakePeer:
     """The client of a 2025-11-25-era request."""
 
     era: Era = "handshake"
+    request_state: str | None = None
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], log_levels: LogLevels, timeout: float) -> None:
         self._ctx = ctx
         self._log_levels = log_levels
         self._timeout = timeout
+
+    async def spend_state(self, spend: Callable[[str], Awaitable[bool]]) -> bool:
+        return False  # answers come back live on the session: no state carries them
 
     @property
     def back_channel(self) -> bool:

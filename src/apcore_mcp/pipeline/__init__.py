@@ -17,7 +17,8 @@ or build one for a bare registry with ``build_executor(registry, ...)``. What ch
   that timed out or was cancelled frees its slot, so slow calls cannot starve the others.
 - **Timeout ceiling.** The effective timeout is ``min(module timeout or default, ceiling)``.
 
-``close_pipeline(executor)`` shuts the pool down.
+``close_pipeline(executor)`` shuts the pool down; ``lease_pipeline(executor)`` holds it open for a
+server and shuts it when the last lease is released.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from apcore_mcp.pipeline.install import (
     close_pipeline,
     install_pipeline,
     installed_pipeline,
+    lease_pipeline,
 )
 from apcore_mcp.pipeline.pool import PoolClosedError, SyncPool
 
@@ -41,4 +43,5 @@ __all__ = [
     "close_pipeline",
     "install_pipeline",
     "installed_pipeline",
+    "lease_pipeline",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from apcore import Executor
@@ -131,6 +132,19 @@ def installed_pipeline(executor: Executor) -> FastPipeline | None:
     for step in executor.current_strategy.steps:
         if isinstance(step, PlannedStep | CancellableExecute) and isinstance(step.pipeline, FastPipeline):
             return step.pipeline
+    return None
+
+
+def lease_pipeline(executor: Executor) -> Callable[[], None]:
+    """Hold the sync pool of ``executor``'s fast pipeline open until the returned function is called.
+
+    The last release shuts the pool (see ``SyncPool.lease``); a no-op without a fast pipeline.
+    """
+    pipeline = installed_pipeline(executor)
+    return pipeline.pool.lease() if pipeline is not None else _nothing
+
+
+def _nothing() -> None:
     return None
 
 

@@ -84,6 +84,7 @@ class SyncPool:
         self._abandoned = 0
         self._saturated = False
         self._closed = False
+        self._leases = 0
         self._ids = itertools.count(1)
 
     def submit(self, fn: Callable[..., Any], *args: Any, doomed: Callable[[], bool] | None = None) -> Job:
@@ -132,6 +133,30 @@ class SyncPool:
             )
         if handoff is not None:
             self._start(*handoff)
+
+    def lease(self) -> Callable[[], None]:
+        """Hold the pool open (reopening it if closed) until the returned function releases it.
+
+        Each server serving the executor holds a lease; the last release closes the pool, so
+        its idle threads end with the last server, and a later server opens it again.
+        """
+        with self._lock:
+            self._leases += 1
+            self._closed = False
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if released:
+                    return
+                released = True
+                self._leases -= 1
+                last = self._leases == 0
+            if last:
+                self.close()
+
+        return release
 
     def close(self) -> None:
         """Refuse new calls, fail waiting ones, end idle threads; running calls finish (idempotent)."""

@@ -7,15 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
+from apcore import Executor
 
 from apcore_mcp.approval import MCPApprovalHandler, mcp_approval_handler
-from apcore_mcp.bridge import Bridge, change_of
+from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.limits import BucketStore
+from apcore_mcp.mcp.notifier import ListChangedNotifier, change_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 from apcore_mcp.replicas.used_approvals import RedisUsedApprovals
+from apcore_mcp.settings import Settings
 from apcore_mcp.used_approvals import UsedApprovals
 
 logger = logging.getLogger(__name__)
@@ -61,9 +64,11 @@ class SharedState:
         await self.link.aclose()
 
 
-def shared_state(bridge: Bridge) -> SharedState | None:
-    """The shared state ``bridge.settings`` asks for, or ``None`` without ``redis_url``."""
-    settings = bridge.settings
+def shared_state(
+    settings: Settings, executor: Executor, notifier: ListChangedNotifier, catalog: ToolCatalog
+) -> SharedState | None:
+    """The shared state ``settings`` ask for, or ``None`` without ``redis_url``: ``executor``'s used
+    approvals recorded in Redis, and ``catalog``'s changes broadcast to (and from) the replicas."""
     if settings.redis_url is None:
         return None
     if not settings.request_state_keys:
@@ -73,14 +78,14 @@ def shared_state(bridge: Bridge) -> SharedState | None:
             "reaches another replica. Give every replica the same request_state_keys."
         )
     state = SharedState(RedisLink(settings.redis_url, settings.redis_prefix))
-    if (handler := mcp_approval_handler(bridge.executor)) is not None:
+    if (handler := mcp_approval_handler(executor)) is not None:
         state.share_approvals(handler)
     if settings.broadcast_changes:
-        broadcaster = ChangeBroadcaster(state.link, bridge.notifier)
+        broadcaster = ChangeBroadcaster(state.link, notifier)
 
         def relay(record: ToolRecord) -> None:
             broadcaster.local_change(change_of(record))
 
         state.broadcaster = broadcaster
-        state._unsubscribe = bridge.catalog.subscribe(relay)
+        state._unsubscribe = catalog.subscribe(relay)
     return state

@@ -97,7 +97,6 @@ class BackgroundServer:
         finally:
             if sock is not None:
                 sock.close()
-            self.bridge.close()
 
     async def _serve_http(self, server: HttpServer, sock: socket.socket) -> None:
         self._loop = asyncio.get_running_loop()

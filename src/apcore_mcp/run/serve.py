@@ -64,10 +64,7 @@ def serve(
     configure_logging(settings.log_level)
     if transport == "stdio":
         bridge = Bridge.build(registry_or_executor, settings)
-        try:
-            anyio.run(partial(run_stdio, bridge, on_ready=partial(_log_started, bridge, transport)))
-        finally:
-            bridge.close()
+        anyio.run(partial(run_stdio, bridge, on_ready=partial(_log_started, bridge, transport)))
         return
     logger.debug("Open files limit: %d", raise_open_files_limit())
     sock = bind_socket(settings.host, settings.port)

@@ -28,7 +28,7 @@ from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.stdin import stdin_lines
-from apcore_mcp.upstream.serving import serving_upstreams
+from apcore_mcp.service import BridgeService
 
 logger = logging.getLogger(__name__)
 
@@ -239,9 +239,8 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Ca
     ``on_ready`` runs once stop signals are handled, so a "started" log line is a promise that
     SIGTERM/SIGINT from then on end the server cleanly.
     """
-    bridge.notifier.bind(asyncio.get_running_loop())
     server = bridge.server
-    async with serving_upstreams(bridge), anyio.create_task_group() as tasks, stdin_lines(bridge.settings) as stdin:
+    async with BridgeService(bridge), anyio.create_task_group() as tasks, stdin_lines(bridge.settings) as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
             await tasks.start(_stop_on_signal, tasks.cancel_scope, bridge)
         if on_ready is not None:
