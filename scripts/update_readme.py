@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from apcore_mcp.cli import cli_table
+from apcore_mcp.run.cli import cli_table
 from apcore_mcp.declared import parameters_table
 from apcore_mcp.env import settings_table
 
@@ -23,8 +25,13 @@ def render(text: str) -> str:
         pattern = re.compile(rf"(<!-- {name} -->\n).*?(<!-- /{name} -->)", re.DOTALL)
         if not pattern.search(text):
             raise SystemExit(f"README.md has no <!-- {name} --> ... <!-- /{name} --> block")
-        text = pattern.sub(lambda match, make=make: match.group(1) + make() + "\n" + match.group(2), text)
+        text = pattern.sub(partial(_filled, make), text)
     return text
+
+
+def _filled(make: Callable[[], str], match: re.Match[str]) -> str:
+    """A table's block with ``make()``'s table between its two markers."""
+    return match.group(1) + make() + "\n" + match.group(2)
 
 
 def main() -> int:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from mcp import Client
 
-from apcore_mcp.bridge import Bridge
-from apcore_mcp.service import BridgeService
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import Issuer, mock_jwks

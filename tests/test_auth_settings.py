@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.cli import build_parser
+from apcore_mcp.run.cli import build_parser
 from apcore_mcp.env import settings_from_env
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.tokens import hash_api_key, load_static_key
@@ -18,7 +18,7 @@ from tests._support.auth import ISSUER, JWKS_URL, api_key_entry, rsa_key
 from tests._support.modules import make_executor
 
 KEY = api_key_entry("k" * 40, "alice", "writer", "tools:call")
-JWT = {"auth": "jwt", "auth_issuer": ISSUER, "auth_jwks_url": JWKS_URL}
+JWT: dict[str, Any] = {"auth": "jwt", "auth_issuer": ISSUER, "auth_jwks_url": JWKS_URL}
 
 
 def test_auth_is_off_by_default() -> None:
@@ -37,27 +37,27 @@ def test_auth_is_off_by_default() -> None:
         ({"auth": "jwt", "auth_issuer": ISSUER}, "auth_jwks_url"),
         ({**JWT, "auth_jwt_key": "x" * 40}, "auth_jwks_url"),
         ({**JWT, "auth_jwks_url": "http://issuer.example.test/jwks"}, "auth_jwks_url"),
-        ({**JWT, "auth_algorithms": ["none"]}, "auth_algorithms"),
-        ({**JWT, "auth_algorithms": ["HS256"]}, "auth_algorithms"),
-        ({"auth": "jwt", "auth_issuer": ISSUER, "auth_jwt_key": "x" * 40, "auth_algorithms": ["HS256", "RS256"]}, "auth_algorithms"),
-        ({"auth": "jwt", "auth_issuer": ISSUER, "auth_jwt_key": "short", "auth_algorithms": ["HS256"]}, "auth_jwt_key"),
+        ({**JWT, "auth_algorithms": ("none",)}, "auth_algorithms"),
+        ({**JWT, "auth_algorithms": ("HS256",)}, "auth_algorithms"),
+        ({"auth": "jwt", "auth_issuer": ISSUER, "auth_jwt_key": "x" * 40, "auth_algorithms": ("HS256", "RS256")}, "auth_algorithms"),
+        ({"auth": "jwt", "auth_issuer": ISSUER, "auth_jwt_key": "short", "auth_algorithms": ("HS256",)}, "auth_jwt_key"),
         ({"auth_jwks_url": JWKS_URL}, "auth_jwks_url"),
-        ({"auth_api_keys": [KEY]}, "auth_api_keys"),
+        ({"auth_api_keys": (KEY,)}, "auth_api_keys"),
         ({"auth": "api-key"}, "auth_api_keys"),
-        ({"auth": "api-key", "auth_api_keys": ["abc:alice"]}, "auth_api_keys"),
-        ({"auth": "api-key", "auth_api_keys": [KEY], "execute_token": "t" * 20}, "execute_token"),
-        ({"auth": "api-key", "auth_api_keys": [KEY], "host": "0.0.0.0"}, "public_url"),
+        ({"auth": "api-key", "auth_api_keys": ("abc:alice",)}, "auth_api_keys"),
+        ({"auth": "api-key", "auth_api_keys": (KEY,), "execute_token": "t" * 20}, "execute_token"),
+        ({"auth": "api-key", "auth_api_keys": (KEY,), "host": "0.0.0.0"}, "public_url"),
         ({**JWT, "auth_jwks_url": "http://127.evil.example/jwks"}, "auth_jwks_url"),  # a name, not loopback
         ({"public_url": "https://example.com/x?y=1"}, "public_url"),
         ({"public_url": "https://user:pw@example.com"}, "public_url"),
         ({"public_url": "ftp://example.com"}, "public_url"),
-        ({"auth_scopes": ['a"b']}, "auth_scopes"),
-        ({"auth_route_scopes": ["/metrics"]}, "auth_route_scopes"),
-        ({"auth_tool_scopes": ["admin.*= "]}, "auth_tool_scopes"),
+        ({"auth_scopes": ('a"b',)}, "auth_scopes"),
+        ({"auth_route_scopes": ("/metrics",)}, "auth_route_scopes"),
+        ({"auth_tool_scopes": ("admin.*= ",)}, "auth_tool_scopes"),
         ({"auth_jwks_ttl": 0}, "auth_jwks_ttl"),
         ({"auth_id_claim": " "}, "auth_id_claim"),
         ({"stdio_identity": ""}, "stdio_identity"),
-        ({"stdio_roles": ["two words"]}, "stdio_roles"),
+        ({"stdio_roles": ("two words",)}, "stdio_roles"),
     ],
 )  # fmt: skip
 def test_bad_auth_settings_name_their_field(values: dict[str, Any], field: str) -> None:
@@ -73,7 +73,7 @@ def test_loopback_means_a_loopback_address_not_a_name_that_looks_like_one(host: 
 
 def test_values_are_normalized() -> None:
     settings = Settings(
-        **JWT, public_url="https://example.com/sub/", auth_scopes=[" a "], stdio_identity="op", stdio_roles=["x"]
+        **JWT, public_url="https://example.com/sub/", auth_scopes=(" a ",), stdio_identity="op", stdio_roles=("x",)
     )
     assert settings.public_url == "https://example.com/sub"
     assert settings.auth_scopes == ("a",)
@@ -115,12 +115,12 @@ def test_key_files_are_read_by_the_app_factory(tmp_path: Path) -> None:
     pem.write_text(rsa_key().public_pem())
     create_app(make_executor(), Settings(**{**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(pem)}))
     wrong_family = Settings(
-        **{**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(pem), "auth_algorithms": ["ES256"]}
+        **{**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(pem), "auth_algorithms": ("ES256",)}
     )
     with pytest.raises(SettingError, match="fits none"):
         create_app(make_executor(), wrong_family)
 
-    hs = {**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(tmp_path / "hs.txt"), "auth_algorithms": ["HS256"]}
+    hs = {**JWT, "auth_jwks_url": None, "auth_jwt_key_file": str(tmp_path / "hs.txt"), "auth_algorithms": ("HS256",)}
     (tmp_path / "hs.txt").write_text("short\n")  # as short as inline, which is refused
     with pytest.raises(SettingError, match="at least 32") as refused:
         create_app(make_executor(), Settings(**hs))

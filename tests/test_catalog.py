@@ -8,9 +8,8 @@ import threading
 from apcore import Registry
 from mcp import Client
 
-from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor, make_registry

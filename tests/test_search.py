@@ -15,8 +15,8 @@ from mcp import Client
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, MAX_DESCRIBE, SEARCH_TOOLS
 from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.metatools import DESCRIBE_TOOL, INVOKE_TOOL, MAX_DESCRIBE, SEARCH_TOOLS
 from apcore_mcp.search import ToolSearch, tokenize
 from apcore_mcp.settings import Settings
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.cli import build_parser
+from apcore_mcp.run.cli import build_parser
 from apcore_mcp.env import settings_from_env
 from apcore_mcp.settings import SettingError, Settings
 from apcore_mcp.upstream.config import (
@@ -357,7 +357,7 @@ def test_the_toolset_setting_under_its_old_name_scope(caplog: pytest.LogCaptureF
 
 
 def test_the_toolset_flag_under_its_old_name_scope(capsys: pytest.CaptureFixture[str]) -> None:
-    from apcore_mcp.cli import _resolve
+    from apcore_mcp.run.cli import _resolve
 
     new = build_parser().parse_args(["--toolset", "work"])
     assert _resolve(new, {})[0]["toolset"] == "work"

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from apcore import Context, Executor, Identity, Registry
 
-from apcore_mcp.bridge import Bridge
-from apcore_mcp.service import BridgeService
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled

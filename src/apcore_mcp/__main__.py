@@ -1,6 +1,6 @@
 """``python -m apcore_mcp``."""
 
-from apcore_mcp.cli import main
+from apcore_mcp.run.cli import main
 
 if __name__ == "__main__":
     main()

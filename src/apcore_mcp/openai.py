@@ -11,11 +11,10 @@ from typing import Any
 from apcore import Executor, Registry
 
 from apcore_mcp.behaviour import to_description_suffix
-from apcore_mcp.bridge import registry_of
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.schema import to_input_schema
-from apcore_mcp.types import JSONValue, RegistryOrExecutor
+from apcore_mcp.types import JSONValue, RegistryOrExecutor, registry_of
 
 logger = logging.getLogger(__name__)
 

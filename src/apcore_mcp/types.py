@@ -20,6 +20,19 @@ RegistryOrExecutor: TypeAlias = Registry | Executor
 """An apcore ``Registry`` (served through our pipeline) or a user's ``Executor`` (used as it is)."""
 
 
+def registry_of(registry_or_executor: Registry | Executor) -> Registry:
+    """The Registry behind a Registry or an Executor.
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if isinstance(registry_or_executor, Executor):
+        return registry_or_executor.registry
+    if isinstance(registry_or_executor, Registry):
+        return registry_or_executor
+    raise TypeError(f"Expected Registry or Executor instance, got {type(registry_or_executor).__name__}")
+
+
 @runtime_checkable
 class ModuleInvoker(Protocol):
     """What runs a call: apcore's ``Executor`` (ACL, approval, validation, middleware, timeouts)."""

@@ -29,9 +29,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, SEARCH_TOOLS
 from apcore_mcp.context import CallContext
 from apcore_mcp.limits import OVERLOADED, CallLimits
-from apcore_mcp.metatools import DESCRIBE_TOOL, INVOKE_TOOL, SEARCH_TOOLS
 from apcore_mcp.principal import Principal
 from apcore_mcp.settings import Settings
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from apcore_mcp.bridge import Bridge
-from apcore_mcp.service import BridgeService
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
 

@@ -24,7 +24,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
-from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.http.auth import build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.events import ResumeStore
@@ -42,10 +43,8 @@ from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, select_records, tools_from_records
 from apcore_mcp.redaction import RedactedLogs
-from apcore_mcp.service import BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.types import RegistryOrExecutor
-from apcore_mcp.upstream.serving import readiness
 
 logger = logging.getLogger(__name__)
 

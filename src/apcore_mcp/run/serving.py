@@ -20,7 +20,7 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
-from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
@@ -28,7 +28,6 @@ from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.stdin import stdin_lines
-from apcore_mcp.service import BridgeService
 
 logger = logging.getLogger(__name__)
 

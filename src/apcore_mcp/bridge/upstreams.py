@@ -1,6 +1,6 @@
 """Serving a bridge's upstream MCP servers: mount them, follow config changes, unmount on exit.
 
-Used by both runners (the HTTP app's lifespan and stdio), hence here, below both. A reload (SIGHUP, or the file's
+Part of a bridge's service (``BridgeService``), whichever runner hosts it. A reload (SIGHUP, or the file's
 content changing) is a toolset switch: servers no longer used stop, new ones start, unchanged
 ones keep running with their sessions; the main endpoint's selection and every toolset endpoint
 follow, and their clients get ``list_changed`` when their list changed.
@@ -14,26 +14,37 @@ import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
-from apcore_mcp.bridge import Bridge, main_toolset
+from apcore_mcp.bridge.core import Bridge, main_toolset
+from apcore_mcp.upstream.config import UpstreamConfig
 from apcore_mcp.upstream.mount import mount_upstreams, read_config, reload_upstreams, watch_config
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
-
-if TYPE_CHECKING:
-    from apcore_mcp.http.toolsets import ToolsetEndpoints
 
 logger = logging.getLogger(__name__)
 
 CONFIG_POLL_SECONDS = 2.0
 
 
+class ToolsetFollower(Protocol):
+    """Endpoints per toolset of the config (the HTTP app's ``ToolsetEndpoints``), kept in step on reload."""
+
+    def run(self, config: UpstreamConfig, *, skip: str | None = None) -> AbstractAsyncContextManager[object]:
+        """Serve an endpoint per toolset of ``config`` but ``skip`` until the block ends."""
+        ...  # pragma: no cover
+
+    async def update(self, config: UpstreamConfig, *, skip: str | None = None) -> None: ...  # pragma: no cover
+
+    def refresh(self) -> None: ...  # pragma: no cover
+
+
 @contextlib.asynccontextmanager
 async def serving_upstreams(
-    bridge: Bridge, *, endpoints: ToolsetEndpoints | None = None, handle_sighup: bool | None = None
+    bridge: Bridge, *, endpoints: ToolsetFollower | None = None, handle_sighup: bool | None = None
 ) -> AsyncIterator[UpstreamRuntime | None]:
     """The mounted upstream servers of ``bridge`` (``None`` without a config) while serving."""
     settings = bridge.settings

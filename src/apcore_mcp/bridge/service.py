@@ -11,7 +11,7 @@ entering the service starts it in this order (leaving undoes it in reverse):
 4. with ``settings.redis_url``, the replicas' Redis link: shared rate-limit buckets, the
    record of used approvals and the change broadcast (``apcore_mcp.replicas``);
 5. with ``settings.mcp_config``, the upstream MCP servers: mounted, reloaded on change,
-   unmounted on exit (``apcore_mcp.upstream.serving``).
+   unmounted on exit (``upstreams.py``).
 
 The runners enter it: ``run_stdio``, the app's lifespan (``create_app``), and through them
 ``serve()`` and ``BackgroundServer``. A per-toolset endpoint enters one for its own bridge,
@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge.core import Bridge
+from apcore_mcp.bridge.upstreams import ToolsetFollower, serving_upstreams
 from apcore_mcp.mcp.notifier import change_of
 from apcore_mcp.pipeline import lease_pipeline
-from apcore_mcp.upstream.serving import serving_upstreams
 
 if TYPE_CHECKING:
-    from apcore_mcp.http.toolsets import ToolsetEndpoints
     from apcore_mcp.replicas.shared import SharedState
     from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
@@ -46,7 +45,7 @@ class BridgeService:
         self,
         bridge: Bridge,
         *,
-        toolsets: ToolsetEndpoints | None = None,
+        toolsets: ToolsetFollower | None = None,
         replicas: bool = True,
         handle_sighup: bool | None = None,
     ) -> None:

@@ -24,6 +24,7 @@ from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.settings import Settings
+from apcore_mcp.types import registry_of
 from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig, load_config
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.toolsets import ToolsetSelection
@@ -48,19 +49,6 @@ def main_toolset(config: UpstreamConfig, settings: Settings) -> ToolsetSpec:
 
 def _both(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
     return lambda module_id: first(module_id) and second(module_id)
-
-
-def registry_of(registry_or_executor: Registry | Executor) -> Registry:
-    """The Registry behind a Registry or an Executor.
-
-    Raises:
-        TypeError: for anything else.
-    """
-    if isinstance(registry_or_executor, Executor):
-        return registry_or_executor.registry
-    if isinstance(registry_or_executor, Registry):
-        return registry_or_executor
-    raise TypeError(f"Expected Registry or Executor instance, got {type(registry_or_executor).__name__}")
 
 
 def executor_for(registry_or_executor: Registry | Executor, settings: Settings) -> Executor:
@@ -106,7 +94,7 @@ class Bridge:
 
     What lives and dies while it is served (following the registry, the Executor's pool, the
     notifier's loop, upstream servers, the replicas' link) belongs to the ``BridgeService``
-    (``apcore_mcp.service``) that the hosting runner enters.
+    (``apcore_mcp.bridge.service``) that the hosting runner enters.
     """
 
     registry: Registry
@@ -179,7 +167,7 @@ class Bridge:
         served = catalog
         if settings.tool_mode == "search":
             # Imported here: only search mode pays for the meta-tools' contracts (built at import).
-            from apcore_mcp.metatools import INVOKE_TOOL, meta_registry
+            from apcore_mcp.bridge.metatools import INVOKE_TOOL, meta_registry
             from apcore_mcp.search import ToolSearch
 
             # The served list is the meta-tools, constant; the full catalog is only searched.
