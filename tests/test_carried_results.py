@@ -21,6 +21,8 @@ from apcore_mcp.content import MCP_RESULT_KEY
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
 
+from tests._support.results import text_of
+
 RESULTS: dict[str, Any] = {
     "ok": {"content": [{"type": "text", "text": "carried"}], "structuredContent": {"n": 1}},
     "failed": {"content": [{"type": "text", "text": "upstream said no"}], "isError": True},
@@ -56,9 +58,8 @@ async def test_an_mcp_client_gets_the_carried_result_and_a_broken_one_is_an_erro
     async with Client(served.server, mode="legacy", cache=None) as client:
         ok = await client.call_tool("demo.carrier", {"mode": "ok"})
         broken = await client.call_tool("demo.carrier", {"mode": "broken"})
-    served.close()
-    assert (ok.is_error, ok.structured_content, ok.content[0].text) == (False, {"n": 1}, "carried")
-    assert broken.is_error and broken.content[0].text == SERIALIZATION_ERROR
+    assert (ok.is_error, ok.structured_content, text_of(ok)) == (False, {"n": 1}, "carried")
+    assert broken.is_error and text_of(broken) == SERIALIZATION_ERROR
 
 
 async def test_the_explorer_shows_a_carried_result() -> None:

@@ -12,6 +12,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import EXPECTED_TOOLS, make_executor
+from tests._support.results import text_of
 from tests._support.sessions import running_http
 
 INIT = {
@@ -82,5 +83,5 @@ async def test_stateless_mode_serves_both_eras(mode: str) -> None:
         for _ in range(2):  # each client, like each replica, starts from nothing
             async with Client(f"{url}/mcp", mode=mode, cache=None) as client:
                 result = await client.call_tool("demo.echo", {"text": "replica"})
-                assert json.loads(result.content[0].text) == {"echo": "replica"}
+                assert json.loads(text_of(result)) == {"echo": "replica"}
     assert bridge.notifier.connection_count == 0

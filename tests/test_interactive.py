@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import mcp.types as types
 import pytest
+from mcp.client import ClientRequestContext
 
+from tests._support.results import text_of
 from tests._support.sessions import Connected, OpenClient
+
+ElicitAction = Literal["accept", "decline", "cancel"]
 
 
 class Progress:
@@ -24,27 +28,23 @@ class Progress:
         self.seen.append((progress, total, message))
 
 
-def answering(action: str, content: dict[str, Any] | None = None) -> Any:
-    asked: list[types.ElicitRequestParams] = []
+class Answering:
+    """An elicitation callback that gives one answer and records what it was asked."""
 
-    async def callback(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params)
-        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+    def __init__(self, action: ElicitAction, content: dict[str, Any] | None = None) -> None:
+        self.action, self.content = action, content
+        self.asked: list[types.ElicitRequestParams] = []
 
-    callback.asked = asked  # type: ignore[attr-defined]
-    return callback
+    async def __call__(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        return types.ElicitResult(action=self.action, content=self.content)
 
 
 def structured(result: types.CallToolResult) -> dict[str, Any]:
     assert result.is_error is False, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-def text(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
+    content = result.structured_content
+    assert isinstance(content, dict), content
+    return content
 
 
 # -- progress and streaming ---------------------------------------------------------------------
@@ -84,7 +84,7 @@ async def test_a_stream_that_breaks_is_a_safe_error(connect: OpenClient) -> None
         assert structured(result) == {"parts": {"p1": 1, "p2": 2, "p3": 3}}
         return
     assert result.is_error is True
-    assert text(result) == "Internal error occurred"  # the module's own text stays in the server log
+    assert text_of(result) == "Internal error occurred"  # the module's own text stays in the server log
     assert [p for p, _, _ in progress.seen] == [1]
 
 
@@ -114,7 +114,7 @@ async def test_progress_of_concurrent_clients_never_crosses(connect: OpenClient)
 
 
 async def test_elicit_returns_the_answer_on_accept(connect: OpenClient) -> None:
-    callback = answering("accept", {"name": "Ada"})
+    callback = Answering("accept", {"name": "Ada"})
     async with connect(elicitation_callback=callback) as conn:
         result = await conn.client.call_tool("demo.ask", {"question": "Who are you?"})
     assert structured(result) == {"answer": "Ada"}
@@ -122,8 +122,8 @@ async def test_elicit_returns_the_answer_on_accept(connect: OpenClient) -> None:
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_elicit_returns_none_on_decline_or_cancel(connect: OpenClient, action: str) -> None:
-    async with connect(elicitation_callback=answering(action)) as conn:
+async def test_elicit_returns_none_on_decline_or_cancel(connect: OpenClient, action: ElicitAction) -> None:
+    async with connect(elicitation_callback=Answering(action)) as conn:
         result = await conn.client.call_tool("demo.ask", {})
     assert structured(result) == {"answer": None}
 
@@ -157,11 +157,12 @@ async def purge(conn: Connected, tmp_path: Path) -> tuple[types.CallToolResult, 
 
 
 async def test_approval_confirmed_runs_the_module(connect: OpenClient, tmp_path: Path) -> None:
-    callback = answering("accept", {"approve": True})
+    callback = Answering("accept", {"approve": True})
     async with connect(elicitation_callback=callback) as conn:
         result, ran = await purge(conn, tmp_path)
     assert ran and structured(result) == {"done": True}
     [asked] = callback.asked
+    assert isinstance(asked, types.ElicitRequestFormParams)
     assert "demo.purge requires your approval" in asked.message and str(tmp_path / "purged") in asked.message
     assert "It is marked destructive." in asked.message
     assert asked.requested_schema["required"] == ["approve"]
@@ -176,21 +177,21 @@ async def test_approval_confirmed_runs_the_module(connect: OpenClient, tmp_path:
     ],
 )
 async def test_approval_refused_does_not_run(
-    connect: OpenClient, tmp_path: Path, answer: tuple[str, Any], reason: str
+    connect: OpenClient, tmp_path: Path, answer: tuple[ElicitAction, dict[str, Any] | None], reason: str
 ) -> None:
-    async with connect(elicitation_callback=answering(*answer)) as conn:
+    async with connect(elicitation_callback=Answering(*answer)) as conn:
         result, ran = await purge(conn, tmp_path)
     assert not ran
     assert result.is_error is True
-    assert text(result) == f"Not run: demo.purge requires approval: {reason}."
+    assert text_of(result) == f"Not run: demo.purge requires approval: {reason}."
 
 
 async def test_approval_fails_closed_without_a_client_that_can_ask(connect: OpenClient, tmp_path: Path) -> None:
     async with connect() as conn:
         result, ran = await purge(conn, tmp_path)
     assert not ran and result.is_error is True
-    assert text(result).startswith("Not run: demo.purge requires approval: the client cannot ask its user")
-    assert "--approval auto" in text(result)  # says what would allow it
+    assert text_of(result).startswith("Not run: demo.purge requires approval: the client cannot ask its user")
+    assert "--approval auto" in text_of(result)  # says what would allow it
 
 
 # -- logs --------------------------------------------------------------------------------------

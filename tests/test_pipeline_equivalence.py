@@ -93,7 +93,8 @@ async def test_the_matrix_reaches_every_kind_of_outcome() -> None:
         "unknown module": "MODULE_NOT_FOUND",
     }
     for case, code in expected.items():
-        assert codes[case].error is not None and codes[case].error["code"] == code, case
+        error = codes[case].error
+        assert error is not None and error["code"] == code, case
     login = codes["sensitive nested and in lists"]
     assert login.error is None and login.captures is not None
     redacted_in, redacted_out = login.captures

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -27,6 +27,7 @@ from apcore_mcp.testing import free_port
 
 from tests._support.modules import EXPECTED_TOOLS, make_executor
 from tests._support.processes import wait_ok
+from tests._support.results import text_of
 
 NAP_MODULE = """
 import asyncio
@@ -191,8 +192,8 @@ def test_serve_validates_before_starting() -> None:
 # -- stdio -----------------------------------------------------------------------------------
 
 
-def _rpc(message_id: int | None, method: str, params: dict | None = None) -> str:
-    message: dict = {"jsonrpc": "2.0", "method": method}
+def _rpc(message_id: int | None, method: str, params: dict[str, Any] | None = None) -> str:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if message_id is not None:
         message["id"] = message_id
     if params is not None:
@@ -326,7 +327,7 @@ async def test_sigterm_lets_the_call_in_flight_finish(http_process: tuple[subpro
         started = time.monotonic()
         result = await client.call_tool("util.nap", {"seconds": 1.5})
     assert result.is_error is False
-    assert json.loads(result.content[0].text) == {"slept": 1.5}
+    assert json.loads(text_of(result)) == {"slept": 1.5}
     proc.wait(8)
     assert proc.returncode == 0
     assert time.monotonic() - started < 5
@@ -363,7 +364,7 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
             _signal_once_a_call_runs(proc, url, signal.SIGTERM)
             result = await client.call_tool("util.nap", {"seconds": 1.5})
             answered = time.monotonic()
-        assert json.loads(result.content[0].text) == {"slept": 1.5}
+        assert json.loads(text_of(result)) == {"slept": 1.5}
         proc.wait(8)
         assert time.monotonic() - answered < 3  # open streams were ended, not left to time out
     finally:
@@ -381,7 +382,7 @@ async def test_mcp_server_in_background_thread() -> None:
         assert health["status"] == "ok" and health["module_count"] == len(EXPECTED_TOOLS)
         async with Client(f"{server.url}/mcp", mode="legacy") as client:
             result = await client.call_tool("demo.echo", {"text": "bg"})
-        assert json.loads(result.content[0].text) == {"echo": "bg"}
+        assert json.loads(text_of(result)) == {"echo": "bg"}
     finally:
         server.stop()
         server.wait(10)
@@ -396,7 +397,7 @@ async def test_sse_transport_warns_that_it_is_deprecated(caplog: pytest.LogCaptu
         async with sse_client(f"{server.url}/sse") as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             result = await session.call_tool("demo.echo", {"text": "old"})
-        assert json.loads(result.content[0].text) == {"echo": "old"}
+        assert json.loads(text_of(result)) == {"echo": "old"}
     finally:
         server.stop()
         server.wait(10)

@@ -111,14 +111,14 @@ async def test_a_failed_change_publish_degrades_ready_until_a_publish_succeeds(r
     task = asyncio.create_task(broadcaster.run())
     try:
         await until(lambda: broadcaster._loop is not None)
-        await admin.execute_command("ACL", "SETUSER", "default", "-publish")
+        await admin.acl_setuser("default", enabled=True, commands=["-publish"])
         broadcaster.local_change(ListChange(tools=True))
         await until(lambda: "change publishing" in (link.problem() or ""))
-        await admin.execute_command("ACL", "SETUSER", "default", "+publish")
+        await admin.acl_setuser("default", enabled=True, commands=["+publish"])
         broadcaster.local_change(ListChange(tools=True))
         await until(lambda: link.problem() is None)
     finally:
-        await admin.execute_command("ACL", "SETUSER", "default", "+@all")
+        await admin.acl_setuser("default", enabled=True, categories=["+@all"])
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

@@ -35,6 +35,7 @@ from tests._support.replicas import (
     replicas_running,
     structured,
 )
+from tests._support.results import text_of
 
 pytestmark = pytest.mark.nginx
 
@@ -78,7 +79,7 @@ async def test_stateless_replicas_serve_calls_and_lists_round_robin(stateless: C
 async def test_stateless_approval_fails_closed_with_the_reason(stateless: Cluster) -> None:
     asked: list[Any] = []
 
-    async def approve(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def approve(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params)
         return types.ElicitResult(action="accept", content={"approve": True})
 
@@ -88,13 +89,13 @@ async def test_stateless_approval_fails_closed_with_the_reason(stateless: Cluste
     assert asked == []  # never asked: there is no channel for the answer
     for result in results:
         assert result.is_error
-        text = result.content[0].text
+        text = text_of(result)
         assert "stateless" in text and "2026-07-28" in text, text
         assert "purged" not in text
 
 
 async def test_stateless_elicitation_is_could_not_ask(stateless: Cluster) -> None:
-    async def answer(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def answer(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"answer": "blue"})
 
     with anyio.fail_after(CALL_SECONDS):
@@ -113,7 +114,7 @@ async def test_legacy_sse_is_pinned_to_one_replica_by_client_address(stateless: 
 # -- affinity by session id -------------------------------------------------------------------
 
 
-async def approve(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+async def approve(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"approve": True})
 
 

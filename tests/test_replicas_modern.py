@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -56,11 +57,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(replicas, proxy)
 
 
-async def approve(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+async def approve(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"approve": True})
 
 
-async def decline(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+async def decline(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="decline")
 
 
@@ -110,7 +111,7 @@ async def test_declined_approval_fails_closed_across_replicas(cluster: Cluster) 
 
 
 async def test_elicitation_round_across_replicas(cluster: Cluster) -> None:
-    async def answer(_context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def answer(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"answer": "blue"})
 
     with anyio.fail_after(CALL_SECONDS):
@@ -142,7 +143,7 @@ def test_request_state_key_rotation_across_replicas(tmp_path: Path) -> None:
         (key,) = result["inputRequests"]
         return key, result["requestState"]
 
-    def retry(replica: Replica, key: str, state: str) -> dict[str, object]:
+    def retry(replica: Replica, key: str, state: str) -> dict[str, Any]:
         return modern_call(replica.base, "replica.purge", arguments, request_state=state, input_responses={key: answer})
 
     with replicas_running(["a", "b"], tmp_path, "--request-state-keys", old) as (a, b):

@@ -82,7 +82,7 @@ def test_nested_refs_inside_definitions_are_resolved() -> None:
 
 
 def test_same_definition_used_twice_gives_independent_copies() -> None:
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {"a": {"$ref": "#/$defs/Point"}, "b": {"$ref": "#/$defs/Point"}},
         "$defs": {"Point": POINT},

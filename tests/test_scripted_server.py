@@ -5,12 +5,15 @@ directive mode, errors, progress and input requests (elicitation and sampling)."
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import mcp.types as types
 import pytest
+from mcp import Client
+from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.testing import TEST_CASE_META, RunningServer, encode_responses, scripted_server
@@ -26,11 +29,16 @@ VARIANTS = [
 ]
 
 
+def request_meta(entries: dict[str, Any]) -> types.RequestParamsMeta:
+    """Request ``_meta`` with keys of our own: an open map (PEP 728 ``extra_items``) that mypy reads as closed."""
+    return cast(types.RequestParamsMeta, entries)
+
+
 class Variant:
     def __init__(self, server: RunningServer, era: str) -> None:
         self.server, self.era = server, era
 
-    def client(self, **options: Any) -> Any:
+    def client(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Client]:
         return self.server.client(era=self.era, **options)
 
 
@@ -115,7 +123,7 @@ async def test_every_content_type(scripted: Variant) -> None:
 async def test_turns_play_in_order_per_test_case(scripted: Variant) -> None:
     async with scripted.client() as client:
         first = await client.call_tool("forecast", {"city": "Oslo"})
-        storm = await client.call_tool("forecast", {"city": "Oslo"}, meta={TEST_CASE_META: "storm"})
+        storm = await client.call_tool("forecast", {"city": "Oslo"}, meta=request_meta({TEST_CASE_META: "storm"}))
         second = await client.call_tool("forecast", {"city": "Oslo"})
         with pytest.raises(MCPError) as error:  # the storm case's second turn, chosen by a directive
             await client.call_tool("forecast", {"city": "[test_case_id=storm] Oslo"})
@@ -148,11 +156,11 @@ def directive(case_id: str, turns: list[dict[str, Any]] | None) -> str:
 
 
 async def test_in_band_directives_queue_responses_per_test_case(shared: Variant) -> None:
-    one = [
+    one: list[dict[str, Any]] = [
         {"content": [{"type": "text", "text": "first"}], "structured_content": {"n": 1}},
         {"content": [{"type": "image", "data": "AAAA", "mime_type": "image/gif"}]},
     ]
-    other = [{"is_error": True, "content": [{"type": "text", "text": "other case"}]}]
+    other: list[dict[str, Any]] = [{"is_error": True, "content": [{"type": "text", "text": "other case"}]}]
     a, b = f"a-{shared.era}", f"b-{shared.era}"  # the module's server is shared by both eras
     async with shared.client() as client:
 
@@ -188,14 +196,14 @@ async def test_progress_comes_before_the_result(scripted: Variant) -> None:
 class Answers:
     """The client side of input requests: what it was asked, and what it answers."""
 
-    def __init__(self, action: str = "accept") -> None:
+    def __init__(self, action: Literal["accept", "decline", "cancel"] = "accept") -> None:
         self.action = action
         self.asked: list[str] = []
 
-    async def elicit(self, _ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.asked.append(params.message)
-        content = {"name": "Ada", "a": "x"} if self.action == "accept" else None
-        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        content: dict[str, Any] | None = {"name": "Ada", "a": "x"} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)
 
     async def sample(self, _ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         self.asked.append(f"sample max_tokens={params.max_tokens}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,7 +92,7 @@ def test_turns_play_in_order_per_test_case(server: RunningServer) -> None:
 
 
 def test_in_band_directives(server: RunningServer) -> None:
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"content": [{"type": "text", "text": "from the directive"}], "structured_content": {"rows": 2}},
         {"is_error": True, "content": [{"type": "text", "text": "second turn"}]},
     ]

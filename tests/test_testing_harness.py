@@ -13,6 +13,8 @@ from apcore_mcp.testing import command_server, encode_responses, is_running, scr
 from apcore_mcp.testing.clients import connect
 from apcore_mcp.testing.pool import ServerPool
 
+from tests._support.results import text_of
+
 pytest_plugins = ["pytester"]
 
 TESTS = Path(__file__).resolve().parent
@@ -109,7 +111,7 @@ async def test_the_directive_tool_is_named_on_the_command_line(tmp_path: Path) -
         server.stop()
     assert names[-1] == "fetch_rows"
     assert "get_data" not in names
-    assert result.content[0].text == "7 rows"  # type: ignore[union-attr]
+    assert text_of(result) == "7 rows"
 
 
 def test_a_shared_server_that_died_is_started_again(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -68,7 +69,9 @@ async def test_call_returns_json_text_and_structured_content(connect: OpenClient
         ("demo.denied", {"text": "x"}, "Access denied"),
     ],
 )
-async def test_errors_are_safe_results(connect: OpenClient, tool: str, arguments: dict, expected: str) -> None:
+async def test_errors_are_safe_results(
+    connect: OpenClient, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
     async with connect() as conn:
         text, is_error = await call_text(conn.client, tool, arguments)
         # The session survives an error: the next call still works.

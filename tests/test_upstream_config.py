@@ -339,13 +339,15 @@ def test_upstream_settings_are_checked(field: str, value: Any) -> None:
 
 
 def test_the_toolset_setting_under_its_old_name_scope(caplog: pytest.LogCaptureFixture) -> None:
+    old_name: dict[str, Any] = {"mcp_config": "m.json", "scope": "work"}  # not in the signature: passed by name
     with pytest.warns(DeprecationWarning, match="scope is deprecated: it is now toolset"):
-        settings = Settings(**{"mcp_config": "m.json", "scope": "work"})
+        settings = Settings(**old_name)
     assert settings.toolset == "work"
     with pytest.warns(DeprecationWarning, match="scope is deprecated"):
         assert settings.replace(scope="play").toolset == "play"
+    both: dict[str, Any] = {"toolset": "a", "scope": "b"}
     with pytest.raises(SettingError, match="toolset and scope .* are both given") as caught:
-        Settings(**{"toolset": "a", "scope": "b"})
+        Settings(**both)
     assert caught.value.field == "toolset"
 
     with pytest.warns(DeprecationWarning, match="APCORE_MCP_SCOPE is deprecated: it is now APCORE_MCP_TOOLSET"):

@@ -17,6 +17,7 @@ from mcp import Client
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
 
 from tests._support.node import run_ts_client
+from tests._support.results import text_of
 from tests._support.upstreams import eventually, stdio_entry, upstream_children
 
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
@@ -25,10 +26,6 @@ EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 def write_config(path: Path, servers: dict[str, Any], toolsets: dict[str, Any] | None = None) -> Path:
     path.write_text(json.dumps({"mcpServers": servers, "toolsets": toolsets or {}}))
     return path
-
-
-def text_of(result: Any) -> str:
-    return result.content[0].text  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -79,6 +76,7 @@ def test_the_typescript_client_calls_an_upstream_tool(served: tuple[RunningServe
 
 async def test_sighup_reloads_and_keeps_unchanged_servers(served: tuple[RunningServer, Path]) -> None:
     server, config = served
+    assert server.process is not None
     [notes_pid] = list(upstream_children(server.pid))
     write_config(config, {"notes": stdio_entry(), "more": stdio_entry("--tools", "2")})
     server.process.send_signal(signal.SIGHUP)

@@ -46,12 +46,14 @@ BOB_KEY = "bob-key-" + "b" * 32
 class SigningKey:
     kid: str
     alg: str
-    private: Any
+    private: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
     def jwk(self) -> dict[str, Any]:
         public = self.private.public_key()
-        algorithm = RSAAlgorithm if self.alg.startswith(("RS", "PS")) else ECAlgorithm
-        data: dict[str, Any] = algorithm.to_jwk(public, as_dict=True)
+        if isinstance(public, rsa.RSAPublicKey):
+            data = RSAAlgorithm.to_jwk(public, as_dict=True)
+        else:
+            data = ECAlgorithm.to_jwk(public, as_dict=True)
         return {**data, "kid": self.kid, "alg": self.alg, "use": "sig"}
 
     def public_pem(self) -> str:
@@ -60,7 +62,7 @@ class SigningKey:
 
 
 @cache
-def _rsa_private(kid: str) -> Any:
+def _rsa_private(kid: str) -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
@@ -228,7 +230,7 @@ async def mcp_client(url: str, token: str | None, *, mode: str = "legacy") -> As
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with create_mcp_http_client(headers=headers) as http:
         transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        async with Client(transport, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        async with Client(transport, mode=mode, cache=None) as client:
             yield client
 
 

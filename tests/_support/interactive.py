@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from apcore import ModuleAnnotations
+from mcp.types import LoggingLevel
 from pydantic import BaseModel, Field
 
 from apcore_mcp import Audio, EmbeddedResource, Image, ResourceLink, elicit, log_message, report_progress, sample
@@ -171,7 +172,7 @@ class Logger:
     output_schema = LogOut
 
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        levels = ("debug", "info", "warning", "error")
+        levels: tuple[LoggingLevel, ...] = ("debug", "info", "warning", "error")
         for level in levels:
             await log_message(context, level, f"{level} message", "demo.log")
         return {"sent": len(levels)}

@@ -47,7 +47,7 @@ def module_of(
     )
     made.annotations = annotations
     if timeout_ms is not None:
-        made.resources = {"timeout": timeout_ms}  # type: ignore[attr-defined]
+        made.resources = {"timeout": timeout_ms}
     return made
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from apcore_mcp.pipeline import install_pipeline
 
-SENSITIVE: dict[str, Any] = {"json_schema_extra": {"x-sensitive": True}}
+SENSITIVE: dict[str, Any] = {"x-sensitive": True}
 HANG_GUARD_S = 5.0
 
 
@@ -38,13 +38,13 @@ class Recording:
 
 
 class Card(BaseModel):
-    number: str = Field(**SENSITIVE)
+    number: str = Field(json_schema_extra=SENSITIVE)
     holder: str
 
 
 class Account(BaseModel):
     user: str
-    password: str = Field(**SENSITIVE)
+    password: str = Field(json_schema_extra=SENSITIVE)
     card: Card
     cards: list[Card] = []
     api_key: str = ""  # sensitive by name (apcore's default key list), not by schema
@@ -53,7 +53,7 @@ class Account(BaseModel):
 
 class Session(BaseModel):
     user: str
-    session_token: str = Field(**SENSITIVE)
+    session_token: str = Field(json_schema_extra=SENSITIVE)
     history: list[Card] = []
 
 
@@ -237,7 +237,7 @@ def make_registry() -> Registry:
 # -- middleware --------------------------------------------------------------------------------------
 
 
-class Recorder(Middleware):
+class Recorder(Middleware):  # type: ignore[misc]  # apcore ships no type information
     """Records each hook with what it saw, including the context's redacted captures."""
 
     def __init__(self, name: str, log: list[Any]) -> None:
@@ -254,7 +254,7 @@ class Recorder(Middleware):
         self.log.append((self.name, "on_error", module_id, describe_error(error), _captures(context)))
 
 
-class Rewriter(Middleware):
+class Rewriter(Middleware):  # type: ignore[misc]  # apcore ships no type information
     """Changes inputs before and outputs after; recovers the errors of ``eq.recover``."""
 
     def before(self, module_id: str, inputs: dict[str, Any], context: Any) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -31,7 +32,7 @@ def wait_ok(
     last: object = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"{proc.args[0]} exited with {proc.returncode} before {url} answered:\n{details()}")
+            pytest.fail(f"{program(proc)} exited with {proc.returncode} before {url} answered:\n{details()}")
         try:
             response = httpx.get(url, timeout=1.0)
             if response.status_code == 200:
@@ -41,3 +42,9 @@ def wait_ok(
             last = exc
         time.sleep(0.05)
     pytest.fail(f"{url} not 200 within {timeout}s (last: {last!r}):\n{details()}")
+
+
+def program(proc: subprocess.Popen[Any]) -> str:
+    """The program a child process runs: the first word of its command."""
+    args = proc.args
+    return os.fsdecode(args if isinstance(args, str | bytes | os.PathLike) else args[0])

@@ -4,13 +4,14 @@ Settings are ``name=value`` pairs (numbers parsed as such).
 """
 
 import sys
+from typing import Any
 
 from apcore_mcp import serve
 
 from tests._support.hostile_modules import hostile_registry
 
 
-def _value(text: str) -> object:
+def _value(text: str) -> int | float | bool | str:
     for kind in (int, float):
         try:
             return kind(text)
@@ -22,7 +23,7 @@ def _value(text: str) -> object:
 if __name__ == "__main__":
     transport, *rest = sys.argv[1:]
     marker_dir = None
-    options: dict[str, object] = {"log_level": "INFO"}
+    options: dict[str, Any] = {"log_level": "INFO"}  # each parsed from its text; serve() checks them
     for item in rest:
         name, _, value = item.partition("=")
         if name == "marker_dir":

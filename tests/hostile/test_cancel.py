@@ -27,6 +27,7 @@ from tests._support.hostile import (
     wait_until,
 )
 from tests._support.hostile_modules import hostile_registry, sleeper
+from tests._support.results import text_of
 
 KILLED = 300
 
@@ -78,7 +79,7 @@ async def test_a_cancelled_client_call_cancels_the_module(mode: str) -> None:
             await wait_until(lambda: counts.started == 1, "the call running")
             tasks.cancel_scope.cancel()
         await wait_until(lambda: counts.cancelled == 1, "the module cancelled")
-        assert json.loads((await client.call_tool("hostile.echo", {})).content[0].text) == {"ok": True}
+        assert json.loads(text_of(await client.call_tool("hostile.echo", {}))) == {"ok": True}
     assert counts.finished == 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -105,7 +106,7 @@ async def test_bodies_over_the_limit_are_413_declared_or_chunked(path: str) -> N
         async with httpx.AsyncClient() as http:
             declared = await http.post(f"{url}{path}", content=b"x" * 5000, headers=ACCEPT)
 
-            async def chunks():  # type: ignore[no-untyped-def]
+            async def chunks() -> AsyncIterator[bytes]:
                 for _ in range(10):
                     yield b"x" * 1000
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from apcore_mcp.limits import RATE_LIMITED, TOO_MANY_SESSIONS
 from apcore_mcp.settings import SettingError, Settings
@@ -157,7 +158,7 @@ async def test_behind_nginx_callers_are_the_addresses_nginx_saw(tmp_path: Path) 
 def _echo_app(trusted: Sequence[str]) -> Any:
     from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 
-    async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def echo(scope: Scope, receive: Receive, send: Send) -> None:
         body = json.dumps({"client": list(scope["client"]), "scheme": scope["scheme"]}).encode()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body})

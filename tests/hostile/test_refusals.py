@@ -296,8 +296,9 @@ async def test_the_json_bounds_are_the_settings() -> None:
 
 @pytest.mark.parametrize(("name", "value"), [("max_header_bytes", 1023), ("max_json_depth", 0), ("max_json_items", 0)])
 def test_bounds_below_their_minimum_are_setting_errors(name: str, value: int) -> None:
+    bound: dict[str, Any] = {name: value}
     with pytest.raises(ValueError, match=name):
-        Settings(**{name: value})
+        Settings(**bound)
 
 
 # -- the bound check itself -------------------------------------------------------------------------

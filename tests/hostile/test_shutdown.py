@@ -13,6 +13,7 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from tests._support.hostile import error_lines, metric, metrics_text, server_process, wait_until
+from tests._support.results import text_of
 
 SHUTDOWN_TIMEOUT = 1.0
 
@@ -29,7 +30,7 @@ async def test_sigterm_ends_streams_cleanly_and_answers_every_call(tmp_path: Pat
                 # tools first if it has not yet: a new request, which a stopping server no longer accepts.
                 await client.list_tools()
                 result = await client.call_tool("hostile.sleep", {"seconds": seconds})
-                answers.append(f"{mode} {seconds}: " + result.content[0].text)
+                answers.append(f"{mode} {seconds}: " + text_of(result))
         except Exception as exc:
             answers.append(f"{mode} {seconds} raised {exc!r}")
 
@@ -39,7 +40,7 @@ async def test_sigterm_ends_streams_cleanly_and_answers_every_call(tmp_path: Pat
                 await session.initialize()
                 await session.list_tools()  # as above: no request of its own after the stop signal
                 result = await session.call_tool("hostile.sleep", {"seconds": seconds})
-                answers.append(f"sse {seconds}: " + result.content[0].text)
+                answers.append(f"sse {seconds}: " + text_of(result))
         except Exception as exc:
             answers.append(f"sse {seconds} raised {exc!r}")
 

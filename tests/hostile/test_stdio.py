@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests._support.hostile import INIT, REPO
+from tests._support.results import text_of
 
 LINE_LIMIT = 4 * 1024 * 1024  # max_body_bytes, the bound of a line too
 
@@ -178,10 +179,10 @@ def stdio_params() -> StdioServerParameters:
 async def test_odd_and_huge_outputs_reach_a_real_stdio_client() -> None:
     async with Client(stdio_params(), mode="legacy") as client:
         odd = await client.call_tool("hostile.surrogate", {})  # used to kill the server (exit 1)
-        assert json.loads(odd.content[0].text) == {"name": "caf\ufffd.txt", "ratio": None}
+        assert json.loads(text_of(odd)) == {"name": "caf\ufffd.txt", "ratio": None}
         huge = await client.call_tool("hostile.huge", {})  # used to block stdio for 100 s
         assert huge.is_error is True
-        assert huge.content[0].text.startswith("Output of more than 104857")
-        assert huge.content[0].text.endswith("exceeds the limit of 16777216 bytes")
+        assert text_of(huge).startswith("Output of more than 104857")
+        assert text_of(huge).endswith("exceeds the limit of 16777216 bytes")
         again = await client.call_tool("hostile.echo", {})
         assert again.is_error is False

@@ -28,10 +28,10 @@ from mcp import Client
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.pool import Lease, UpstreamPool
-from upstreams.hostile_server import STDERR_MARKER
 
 from tests._support.hostile import serving
 from tests._support.processes import stop_process, wait_ok
+from tests.upstreams.hostile_server import STDERR_MARKER
 
 HOSTILE = Path(__file__).resolve().parents[1] / "upstreams" / "hostile_server.py"
 CALL_TIMEOUT = 20.0

@@ -1,8 +1,9 @@
 """replica.add: registers an echo module under a new id in this replica's registry (a live change)."""
 
 import os
+from typing import Any
 
-from apcore import ModuleAnnotations
+from apcore import Context, ModuleAnnotations
 from pydantic import BaseModel, Field
 
 
@@ -15,7 +16,7 @@ class AddOut(BaseModel):
     replica: str
 
 
-def _result(name: str) -> dict:
+def _result(name: str) -> dict[str, Any]:
     return {"added": name, "replica": os.environ.get("REPLICA_NAME", str(os.getpid()))}
 
 
@@ -32,11 +33,11 @@ class Add:
         input_schema = AddIn
         output_schema = AddOut
 
-        def execute(self, inputs: dict, context: object) -> dict:
+        def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
             return _result(inputs["name"])
 
-    def execute(self, inputs: dict, context: object) -> dict:
-        registry = context.executor.registry  # type: ignore[attr-defined]
+    def execute(self, inputs: dict[str, Any], context: Context) -> dict[str, Any]:
+        registry = context.executor.registry
         if not registry.has(inputs["name"]):
             registry.register(inputs["name"], self.Added())
         return _result(inputs["name"])

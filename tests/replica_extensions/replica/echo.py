@@ -1,6 +1,7 @@
 """replica.echo: the text back, and which replica answered."""
 
 import os
+from typing import Any
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel
@@ -21,5 +22,5 @@ class Echo:
     output_schema = EchoOut
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
-    async def execute(self, inputs: dict, context: object) -> dict:
+    async def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         return {"text": inputs["text"], "replica": os.environ.get("REPLICA_NAME", str(os.getpid()))}

@@ -1,6 +1,7 @@
 """replica.purge: destructive and approval-gated (simulated)."""
 
 import os
+from typing import Any
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel
@@ -21,5 +22,5 @@ class Purge:
     output_schema = PurgeOut
     annotations = ModuleAnnotations(destructive=True, requires_approval=True, idempotent=False)
 
-    def execute(self, inputs: dict, context: object) -> dict:
+    def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         return {"purged": inputs["target"], "replica": os.environ.get("REPLICA_NAME", str(os.getpid()))}

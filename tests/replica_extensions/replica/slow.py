@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+from typing import Any
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -23,6 +24,6 @@ class Slow:
     output_schema = SlowOut
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
-    async def execute(self, inputs: dict, context: object) -> dict:
+    async def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         await asyncio.sleep(inputs["ms"] / 1000)
         return {"text": inputs["text"], "replica": os.environ.get("REPLICA_NAME", str(os.getpid()))}
