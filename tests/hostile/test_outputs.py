@@ -12,6 +12,7 @@ from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from tests._support.hostile import ACCEPT, MODERN, modern_headers, serving, tool_call
+from tests._support.results import text_of
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -19,14 +20,14 @@ async def test_a_lone_surrogate_and_nan_reach_a_streamable_http_client(mode: str
     async with serving() as (url, _), Client(f"{url}/mcp", mode=mode) as client:
         result = await client.call_tool("hostile.surrogate", {})  # was a 200 with an empty body
         assert result.is_error is False
-        assert json.loads(result.content[0].text) == {"name": "caf\ufffd.txt", "ratio": None}
+        assert json.loads(text_of(result)) == {"name": "caf\ufffd.txt", "ratio": None}
 
 
 async def test_a_lone_surrogate_reaches_an_sse_client() -> None:
     async with serving() as (url, _), sse_client(f"{url}/sse") as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         result = await session.call_tool("hostile.surrogate", {})
-        assert json.loads(result.content[0].text)["name"] == "caf\ufffd.txt"
+        assert json.loads(text_of(result))["name"] == "caf\ufffd.txt"
 
 
 async def test_the_raw_response_body_is_valid_utf8_json() -> None:
@@ -43,17 +44,19 @@ async def test_the_raw_response_body_is_valid_utf8_json() -> None:
 async def test_100_mb_of_output_is_refused_and_health_keeps_answering() -> None:
     async with serving(explorer=True, allow_execute=True) as (url, _), httpx.AsyncClient(timeout=30) as http:
         latencies: list[float] = []
-        done = asyncio.Event()
+        polling, done = asyncio.Event(), asyncio.Event()
 
         async def poll_health() -> None:
             while not done.is_set():
                 started = time.perf_counter()
                 assert (await http.get(f"{url}/health")).status_code == 200
                 latencies.append(time.perf_counter() - started)
-                await asyncio.sleep(0.005)
+                polling.set()
+                await asyncio.sleep(0.005)  # the polling rate, not a wait for something
 
         poller = asyncio.create_task(poll_health())
-        await asyncio.sleep(0.05)
+        async with asyncio.timeout(10):
+            await polling.wait()  # /health answers before the big output starts
         started = time.perf_counter()
         mcp = await http.post(
             f"{url}/mcp",
