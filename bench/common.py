@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import platform
+import pstats
 import signal
 import socket
 import subprocess
@@ -235,3 +236,16 @@ def open_handshake_session(http: Any, version: str, client: str = "bench") -> di
         headers["mcp-session-id"] = session
     http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
     return headers
+
+
+Func = tuple[str, int, str]
+"""A profiled function as pstats names it: (file, line, function name)."""
+
+
+def profile_table(stats: pstats.Stats) -> dict[Func, Any]:
+    """pstats' raw table ``Stats.stats``: function -> (primitive calls, calls, own s, cumulative s, callers).
+
+    The attribute every pstats report reads; typeshed leaves it out, so it is read through ``vars``.
+    """
+    table: dict[Func, Any] = vars(stats)["stats"]
+    return table

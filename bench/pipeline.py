@@ -16,7 +16,7 @@ from typing import Any
 from apcore import Context, Executor
 
 from apcore_mcp.pipeline import close_pipeline, install_pipeline
-from bench.common import REPO_ROOT, median
+from bench.common import REPO_ROOT, median, profile_table
 from bench.inproc import discover
 from bench.rows import Config, row
 
@@ -84,12 +84,12 @@ def schema_profile(module_id: str, calls: int) -> dict[str, dict[str, float]]:
         profile.enable()
         asyncio.run(_per_call_ms(executor, module_id, inputs, calls))
         profile.disable()
-        stats = pstats.Stats(profile)
+        table = profile_table(pstats.Stats(profile))
         ncalls, cumulative = 0, 0.0
-        for (path, _line, function), (_cc, nc, _tt, ct, _callers) in stats.stats.items():
+        for (path, _line, function), (_cc, nc, _tt, ct, _callers) in table.items():
             if function == "model_json_schema" and path.endswith("pydantic/main.py"):
                 ncalls, cumulative = nc, ct
-        total = stats.total_tt
+        total = sum(entry[2] for entry in table.values())  # what pstats sums into total_tt
         found[name] = {"per_call": ncalls / calls, "share_pct": 100 * cumulative / total if total else 0.0}
         if name == "fast":
             close_pipeline(executor)

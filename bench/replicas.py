@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from apcore_mcp.limits import MemoryBuckets
+from apcore_mcp.limits import BucketStore, MemoryBuckets
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 from bench.common import REPO_ROOT, ServerSpec, free_port, median, running_server, stop_process, wait_port
@@ -138,7 +138,7 @@ def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
 async def bucket_times(url: str, takes: int) -> dict[str, float]:
     """Median ms per take: Redis-backed (loopback) and in-process; spread over 50 callers."""
     link = RedisLink(url, "bench:")
-    stores = {"redis": RedisBuckets(link), "in-process": MemoryBuckets()}
+    stores: dict[str, BucketStore] = {"redis": RedisBuckets(link), "in-process": MemoryBuckets()}
     figures: dict[str, float] = {}
     try:
         for name, store in stores.items():

@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -69,7 +70,7 @@ def tool_build(cfg: Config) -> list[dict[str, Any]]:
         directory = cfg.extensions(n)
         reps = max(cfg.reps, 7) if n <= 100 else cfg.reps  # ~0.1 s a rep: more reps, steadier medians
         ours = inproc.tool_build(directory, reps)
-        ref = guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "build", d, r))
+        ref = guard(cfg, partial(ref_json, cfg, "build", directory, reps))
         # Best of N: CPU-bound work on a shared VM, where the minimum is the steadiest estimate.
         ours_ms, ref_ms = ours["min_ms"], figure(ref, "min_ms")
         target = met = None
@@ -158,7 +159,7 @@ def call_overhead(cfg: Config) -> list[dict[str, Any]]:
             times[name] += inproc.memory_round_trip(directory, cfg.roundtrip_calls // rounds, server=name)["times_ms"]
     trips = {name: {"median_ms": median(values), "calls": len(values)} for name, values in times.items()}
     ref_trip = guard(cfg, lambda: ref_json(cfg, "roundtrip", directory, cfg.roundtrip_calls))
-    refs = {BARE: trips[BARE]["median_ms"], BARE_DIRECT: trips[BARE_DIRECT]["median_ms"]}
+    refs: dict[str, float | None] = {BARE: trips[BARE]["median_ms"], BARE_DIRECT: trips[BARE_DIRECT]["median_ms"]}
     if cfg.include_reference:
         refs[REF] = figure(ref_trip, "median_ms")
     rows.append(
@@ -187,7 +188,7 @@ def memory(cfg: Config) -> list[dict[str, Any]]:
     for n in sizes:
         directory = cfg.extensions(n)
         ours[n] = run_json([sys.executable, "-m", "bench.inproc", "memory", str(directory)], timeout=300)
-        refs[n] = guard(cfg, lambda d=directory: ref_json(cfg, "memory", d))
+        refs[n] = guard(cfg, partial(ref_json, cfg, "memory", directory))
         if n not in cfg.sizes:
             continue
         per100 = ours[n]["retained_bytes"] / ours[n]["tools"] * 100 / 2**20
@@ -252,7 +253,7 @@ def openai_export(cfg: Config) -> list[dict[str, Any]]:
     for n in cfg.sizes:
         directory = cfg.extensions(n)
         reps = max(cfg.reps, 7) if n <= 100 else cfg.reps
-        ref = guard(cfg, lambda d=directory, r=reps: ref_json(cfg, "openai", d, r))
+        ref = guard(cfg, partial(ref_json, cfg, "openai", directory, reps))
         for strict in (False, True):
             ours = inproc.openai_export(directory, strict=strict, reps=reps)
             key = "strict" if strict else "plain"
