@@ -12,9 +12,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from apcore_mcp.run.cli import cli_table
 from apcore_mcp.declared import parameters_table
 from apcore_mcp.env import settings_table
+from apcore_mcp.run.cli import cli_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TABLES = {"cli-table": cli_table, "env-table": settings_table, "parameters-table": parameters_table}

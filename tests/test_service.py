@@ -14,9 +14,9 @@ from scripts.update_readme import render
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.run.cli import cli_table
 from apcore_mcp.declared import options, parameters_table
 from apcore_mcp.env import settings_from_env, settings_table
+from apcore_mcp.run.cli import cli_table
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.run.cli import build_parser
 from apcore_mcp.env import settings_from_env
+from apcore_mcp.run.cli import build_parser
 from apcore_mcp.settings import SettingError, Settings
 from apcore_mcp.upstream.config import (
     DEFAULT_TOOLSET,
