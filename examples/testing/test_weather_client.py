@@ -9,13 +9,14 @@ import pytest
 from weather_agent import forecast_sentence  # beside this file: pytest puts its folder on sys.path
 
 from apcore_mcp.testing import TEST_CASE_META, encode_responses, scripted_server
+from apcore_mcp.testing.plugin import McpServerFactory
 
 SCRIPT = Path(__file__).parent / "weather.script.yaml"
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("transport", ["stdio", "streamable-http", "sse"])
-async def test_retries_once_after_a_tool_error(mcp_server, transport):
+async def test_retries_once_after_a_tool_error(mcp_server: McpServerFactory, transport: str) -> None:
     server = mcp_server(scripted_server(SCRIPT), transport, scope="module")
     async with server.client() as client:
         flaky = await forecast_sentence(client, "Lisbon", meta={TEST_CASE_META: "flaky"})
@@ -28,7 +29,7 @@ async def test_retries_once_after_a_tool_error(mcp_server, transport):
 
 
 @pytest.mark.asyncio
-async def test_in_band_directives_for_an_agent_with_a_mocked_llm(mcp_server):
+async def test_in_band_directives_for_an_agent_with_a_mocked_llm(mcp_server: McpServerFactory) -> None:
     server = mcp_server(scripted_server(SCRIPT), "streamable-http")
     turns = [{"content": [{"type": "text", "text": "42 rows"}], "structured_content": {"rows": 42}}]
     # What a mocked LLM would pass through to the generic tool:

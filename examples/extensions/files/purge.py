@@ -1,6 +1,6 @@
 """files.purge: a destructive operation that asks for approval (simulated: it deletes nothing)."""
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -25,5 +25,5 @@ class Purge:
     tags: ClassVar[list[str]] = ["files"]
     annotations = ModuleAnnotations(destructive=True, requires_approval=True, idempotent=True)
 
-    def execute(self, inputs: dict, context: object) -> dict:
+    def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         return {"directory": inputs["directory"], "deleted": 0, "dry_run": True}

@@ -1,7 +1,7 @@
 """geo.distance: great-circle distance between two points."""
 
 import math
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -34,7 +34,7 @@ class Distance:
     tags: ClassVar[list[str]] = ["geo", "public"]
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
-    def execute(self, inputs: dict, context: object) -> dict:
+    def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         a, b = inputs["origin"], inputs["destination"]
         lat1, lon1, lat2, lon2 = map(math.radians, (a["lat"], a["lon"], b["lat"], b["lon"]))
         h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2

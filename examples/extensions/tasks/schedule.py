@@ -4,7 +4,7 @@ import asyncio
 import uuid
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -50,7 +50,7 @@ class Schedule:
     tags: ClassVar[list[str]] = ["tasks"]
     annotations = ModuleAnnotations(readonly=False, idempotent=False, open_world=False)
 
-    async def execute(self, inputs: dict, context: object) -> dict:
+    async def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         await asyncio.sleep(0)  # a real planner would write to storage here
         due = datetime.fromisoformat(str(inputs["due"]))
         reminders = [due - timedelta(minutes=r["minutes_before"]) for r in inputs.get("reminders", [])]

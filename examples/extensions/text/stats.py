@@ -1,7 +1,7 @@
 """text.stats: word and character statistics for a piece of text."""
 
 from collections import Counter
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from apcore import ModuleAnnotations
 from pydantic import BaseModel, Field
@@ -37,7 +37,7 @@ class TextStats:
     tags: ClassVar[list[str]] = ["text", "public"]
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
 
-    def execute(self, inputs: dict, context: object) -> dict:
+    def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         text = inputs["text"]
         words = [w.strip(".,;:!?\"'()[]") for w in text.split()]
         words = [w if inputs.get("case_sensitive") else w.lower() for w in words if w]
