@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -26,7 +27,7 @@ from starlette.types import ASGIApp
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.bridge.upstreams import readiness
-from apcore_mcp.http.auth import build_auth
+from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
@@ -82,18 +83,7 @@ def create_app(
         if settings.keeps_stream_events
         else None
     )
-    manager = SessionManager(
-        bridge.server,
-        max_per_caller=settings.max_sessions_per_caller,
-        stateless=settings.stateless,
-        json_response=settings.json_response,
-        security_settings=sdk_security,
-        events=resume_store,
-        retry_interval=settings.sse_retry_ms,
-        session_idle_timeout=settings.session_idle_timeout,
-        max_sessions=settings.max_sessions,
-        max_request_body_size=settings.max_body_bytes,
-    )
+    manager = session_manager(bridge, sdk_security, resume_store)
     sse = SseServerTransport(MESSAGES_PATH, security_settings=sdk_security)
     sse_endpoint = SseEndpoint(bridge.server, sse)
     metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
@@ -110,35 +100,9 @@ def create_app(
     )
     service = BridgeService(bridge, toolsets=endpoints)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        async with (
-            RedactedLogs(),  # first in, last out: nothing logged while serving shows a credential
-            service,
-            manager.run(),
-            anyio.create_task_group() as background,
-        ):
-            stopping = functools.partial(mark_stopping, app)
-            background.start_soon(
-                drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams
-            )
-            app.state.upstreams = service.upstreams
-            app.state.stopping = False
-            if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=auth is not None):
-                gate.expose()
-            app.state.ready = True
-            try:
-                with metrics.observing(bridge.router, bridge.parts.admission):
-                    # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
-                    yield {
-                        HEADER_TIMEOUT_STATE: settings.header_timeout,
-                        MAX_HEADER_BYTES_STATE: settings.max_header_bytes,
-                        REJECT_STATE: metrics.reject,
-                    }
-            finally:
-                app.state.ready = False
-                background.cancel_scope.cancel()
-                reset_streams()
+    lifespan = functools.partial(
+        _lifespan, service=service, manager=manager, metrics=metrics, gate=gate, authenticated=auth is not None
+    )
 
     def streams(app: ASGIApp, route: str) -> ASGIApp:
         return StreamCounter(app, metrics.open_streams, route)
@@ -154,26 +118,9 @@ def create_app(
     ]
     if settings.explorer:
         routes += explorer_routes(bridge, gate)
-    # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
-    middleware = [
-        # Outermost: all inside (limits, sessions per caller, the explorer's origin check) see the real client.
-        Middleware(ForwardedClient, trusted=TrustedProxies(settings.forwarded_allow_ips)),
-        Middleware(
-            HostOriginGuard, policy=policy, on_reject=metrics.reject, max_header_bytes=settings.max_header_bytes
-        ),
-    ]
     if auth is not None:
         routes += auth.routes
-        middleware += auth.middleware(on_reject=metrics.reject)
-    middleware += [
-        Middleware(HttpMetrics, metrics=metrics),
-        Middleware(
-            BodyGuard,
-            max_bytes=settings.max_body_bytes,
-            timeout=settings.body_timeout,
-            json_bounds=JsonBounds(settings.max_json_depth, settings.max_json_items),
-        ),
-    ]
+    middleware = middleware_stack(settings, policy, auth, metrics)
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
     app.state.service = service
@@ -183,6 +130,90 @@ def create_app(
     app.state.upstreams = None
     app.state.resume_store = resume_store
     return app
+
+
+def session_manager(
+    bridge: Bridge, security: TransportSecuritySettings, events: ResumeStore | None
+) -> SessionManager:
+    """The ``/mcp`` session manager of ``bridge``'s server, with the settings' bounds."""
+    settings = bridge.settings
+    return SessionManager(
+        bridge.server,
+        max_per_caller=settings.max_sessions_per_caller,
+        stateless=settings.stateless,
+        json_response=settings.json_response,
+        security_settings=security,
+        events=events,
+        retry_interval=settings.sse_retry_ms,
+        session_idle_timeout=settings.session_idle_timeout,
+        max_sessions=settings.max_sessions,
+        max_request_body_size=settings.max_body_bytes,
+    )
+
+
+def middleware_stack(settings: Settings, policy: HostPolicy, auth: Auth | None, metrics: Metrics) -> list[Middleware]:
+    """The app's pure-ASGI layers, outermost first (see the module doc)."""
+    middleware = [
+        # Outermost: all inside (limits, sessions per caller, the explorer's origin check) see the real client.
+        Middleware(ForwardedClient, trusted=TrustedProxies(settings.forwarded_allow_ips)),
+        Middleware(
+            HostOriginGuard, policy=policy, on_reject=metrics.reject, max_header_bytes=settings.max_header_bytes
+        ),
+    ]
+    # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
+    if auth is not None:
+        middleware += auth.middleware(on_reject=metrics.reject)
+    return [
+        *middleware,
+        Middleware(HttpMetrics, metrics=metrics),
+        Middleware(
+            BodyGuard,
+            max_bytes=settings.max_body_bytes,
+            timeout=settings.body_timeout,
+            json_bounds=JsonBounds(settings.max_json_depth, settings.max_json_items),
+        ),
+    ]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(
+    app: Starlette,
+    *,
+    service: BridgeService,
+    manager: SessionManager,
+    metrics: Metrics,
+    gate: ExecuteGate,
+    authenticated: bool,
+) -> AsyncIterator[dict[str, Any]]:
+    """What the app runs while it serves; everything it enters here, it created."""
+    bridge, settings = service.bridge, service.bridge.settings
+    async with (
+        RedactedLogs(),  # first in, last out: nothing logged while serving shows a credential
+        service,
+        manager.run(),
+        anyio.create_task_group() as background,
+    ):
+        stopping = functools.partial(mark_stopping, app)
+        background.start_soon(
+            drain_when_stopping, bridge.router, settings.shutdown_timeout, stopping, bridge.parts.end_listen_streams
+        )
+        app.state.upstreams = service.upstreams
+        app.state.stopping = False
+        if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=authenticated):
+            gate.expose()
+        app.state.ready = True
+        try:
+            with metrics.observing(bridge.router, bridge.parts.admission):
+                # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
+                yield {
+                    HEADER_TIMEOUT_STATE: settings.header_timeout,
+                    MAX_HEADER_BYTES_STATE: settings.max_header_bytes,
+                    REJECT_STATE: metrics.reject,
+                }
+        finally:
+            app.state.ready = False
+            background.cancel_scope.cancel()
+            reset_streams()
 
 
 def mark_stopping(app: Starlette) -> None:
