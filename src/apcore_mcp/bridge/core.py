@@ -88,6 +88,32 @@ def authorization_for(executor: Executor, settings: Settings, limits: CallLimits
     return Authorization(tool_rules=rules, acl=executor_acl(executor), limits=limits)
 
 
+def search_front(
+    registry: Registry, catalog: ToolCatalog, router: CallRouter, settings: Settings
+) -> tuple[ToolSearch, ToolCatalog, CallRouter]:
+    """Search mode: the index over ``catalog``, and the catalog and router of the three meta-tools.
+
+    The served list is the meta-tools, constant; the full catalog is only searched, and
+    ``invoke_tool`` runs its target through ``router``: authorized and admitted there.
+    """
+    # Imported here: only search mode pays for the meta-tools' contracts (built at import).
+    from apcore_mcp.bridge.metatools import INVOKE_TOOL, meta_registry
+    from apcore_mcp.search import ToolSearch
+
+    search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
+    meta, meta_executor = meta_registry(search, router)
+    served = ToolCatalog(meta)
+    served.load()
+    front = CallRouter(
+        meta_executor,
+        served,
+        max_output_bytes=settings.max_output_bytes,
+        authorization=router.authorization,
+        dispatchers=(INVOKE_TOOL,),
+    )
+    return search, served, front
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Bridge:
     """The wiring of one served registry: built by ``Bridge.build``, immutable, with nothing to close.
@@ -166,23 +192,7 @@ class Bridge:
         search: ToolSearch | None = None
         served = catalog
         if settings.tool_mode == "search":
-            # Imported here: only search mode pays for the meta-tools' contracts (built at import).
-            from apcore_mcp.bridge.metatools import INVOKE_TOOL, meta_registry
-            from apcore_mcp.search import ToolSearch
-
-            # The served list is the meta-tools, constant; the full catalog is only searched.
-            search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
-            meta, meta_executor = meta_registry(search, router)
-            served = ToolCatalog(meta)
-            served.load()
-            # invoke_tool runs its target through the first router: authorized and admitted there.
-            router = CallRouter(
-                meta_executor,
-                served,
-                max_output_bytes=settings.max_output_bytes,
-                authorization=authorization,
-                dispatchers=(INVOKE_TOOL,),
-            )
+            search, served, router = search_front(registry, catalog, router, settings)
         notifier = ListChangedNotifier()
         access = ToolAccess(
             authorization, filter_list=settings.auth_filter_tools, default_identity=stdio_identity(settings)
