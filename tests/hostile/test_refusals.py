@@ -96,7 +96,8 @@ async def test_headers_over_the_limit_are_431_whole_or_trickled() -> None:
             status_and_json(await exchange(url, head(70_000))) == refusal
         )  # was 200: h11 checks incomplete heads only
         assert status_and_json(await exchange(url, head(70_000), piece=4096)) == refusal  # was 400, text/plain
-        assert (await httpx.AsyncClient().get(f"{url}/health")).status_code == 200
+        async with httpx.AsyncClient() as http:  # closed: an open client's socket outlives the test
+            assert (await http.get(f"{url}/health")).status_code == 200
         text = await metrics_text(url)
     assert metric(text, "apcore_mcp_rejected_requests_total", reason="headers_too_large") == 2
 
