@@ -1,4 +1,4 @@
-"""Rewrite src/apcore_mcp/settings_options.py from the settings declarations: python scripts/update_settings_options.py
+"""Rewrite src/apcore_mcp/settings/keywords.py from the settings declarations: python scripts/update_settings_options.py
 
 The module holds ``SettingsOptions``, the ``TypedDict`` that types the setting keywords of
 ``serve()`` and ``BackgroundServer()`` (``**options: Unpack[SettingsOptions]``). Each key and
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from apcore_mcp.settings import Settings
 
-TARGET = Path(__file__).resolve().parents[1] / "src" / "apcore_mcp" / "settings_options.py"
+TARGET = Path(__file__).resolve().parents[1] / "src" / "apcore_mcp" / "settings" / "keywords.py"
 _STORED_LIST = "tuple[str, ...]"
 
 HEADER = '''"""``SettingsOptions``: the setting keywords of ``serve()`` and ``BackgroundServer()``, typed.

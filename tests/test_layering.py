@@ -164,6 +164,14 @@ def test_the_graph_sees_known_edges() -> None:
     assert cycles([Import("a", "b", 1, False), Import("b", "a", 1, False)]) == {("a", "b")}
 
 
+def test_the_settings_import_downward_only() -> None:
+    """The settings package imports its own modules and three leaves of the core, never the server or the limits."""
+    leaves = {"apcore_mcp._version", "apcore_mcp.addresses", "apcore_mcp.principal"}
+    found = imports()
+    outside = [i for i in found if layer(i.source) == "settings" != layer(i.target) and i.target not in leaves]
+    assert outside == []
+
+
 def main() -> None:
     found = imports()
     against = against_layering(found)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -73,6 +76,52 @@ def test_log_level_is_case_insensitive(given: str, stored: str) -> None:
 
 def test_log_level_none_is_kept() -> None:
     assert Settings().log_level is None
+
+
+# -- composition ----------------------------------------------------------------------------------
+
+
+def test_settings_are_composed_from_one_dataclass_per_concept() -> None:
+    """Each setting is declared once, by its concept; ``Settings`` reads them all flat, in concept order."""
+    from apcore_mcp.settings.auth import AuthSettings
+    from apcore_mcp.settings.identity import IdentitySettings
+    from apcore_mcp.settings.limits import LimitSettings
+    from apcore_mcp.settings.logs import LogSettings
+    from apcore_mcp.settings.network import NetworkSettings
+    from apcore_mcp.settings.protocol import ProtocolSettings
+    from apcore_mcp.settings.replicas import ReplicaSettings
+    from apcore_mcp.settings.service import ServiceSettings
+    from apcore_mcp.settings.upstreams import UpstreamSettings
+
+    concepts = [
+        IdentitySettings,
+        NetworkSettings,
+        ProtocolSettings,
+        ServiceSettings,
+        LimitSettings,
+        LogSettings,
+        ReplicaSettings,
+        AuthSettings,
+        UpstreamSettings,
+    ]
+    declared = [item.name for concept in concepts for item in dataclasses.fields(concept)]
+    assert [item.name for item in dataclasses.fields(Settings)] == declared
+    assert len(set(declared)) == len(declared)
+    settings = Settings(port=9001, explorer=True, prefix="api.")
+    assert (settings.port, settings.explorer, settings.prefix) == (9001, True, "api.")
+    assert isinstance(settings, NetworkSettings) and isinstance(settings, AuthSettings)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.port = 1  # type: ignore[misc]
+
+
+def test_the_command_line_help_loads_no_server() -> None:
+    """``apcore-mcp --help`` reads the settings declarations only: no Starlette, uvicorn, MCP server or limiter."""
+    command = [sys.executable, "-X", "importtime", "-m", "apcore_mcp", "--help"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    heavy = ("starlette", "uvicorn", "mcp.server", "apcore_mcp.http", "apcore_mcp.limits", "apcore_mcp.bridge")
+    assert "apcore_mcp.settings" in loaded and "--toolset" in run.stdout
+    assert sorted(name for name in loaded if name.startswith(heavy)) == []
 
 
 # -- transport ------------------------------------------------------------------------------------

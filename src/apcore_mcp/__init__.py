@@ -11,44 +11,49 @@ and ``BackgroundServer`` are typed by ``SettingsOptions``; ``RegistryOrExecutor`
 ``__all__`` is the public API, locked by ``tests/test_public_types.py``. ``MCPServer`` is the
 deprecated old name of ``BackgroundServer`` (it clashed with the MCP SDK's ``MCPServer``): it
 still works for one release, with a ``DeprecationWarning``, and is not in ``__all__``.
+
+The public names are imported on first use, not with the package: ``apcore-mcp --help`` and
+``apcore_mcp.settings`` load no server (Starlette, uvicorn, the MCP SDK's server).
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import TYPE_CHECKING
 
 from apcore_mcp._version import __version__
-from apcore_mcp.approval import MCPApprovalHandler
-from apcore_mcp.content import Audio, EmbeddedResource, Image, ResourceLink, Text
-from apcore_mcp.context import (
-    MCP_ELICIT_KEY,
-    MCP_PROGRESS_KEY,
-    CallContext,
-    call_context,
-    elicit,
-    list_roots,
-    log_message,
-    release_stream,
-    report_progress,
-    request_inputs,
-    sample,
-)
-from apcore_mcp.http.app import create_app
-from apcore_mcp.openai import (
-    denormalize_tool_name,
-    from_openai_call,
-    normalize_tool_name,
-    openai_names,
-    to_openai_tools,
-)
-from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
-from apcore_mcp.run.background import BackgroundServer
-from apcore_mcp.run.serve import serve
-from apcore_mcp.settings import Settings
-from apcore_mcp.settings_options import SettingsOptions
-from apcore_mcp.types import RegistryOrExecutor
-from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
+
+if TYPE_CHECKING:
+    from apcore_mcp.approval import MCPApprovalHandler
+    from apcore_mcp.content import Audio, EmbeddedResource, Image, ResourceLink, Text
+    from apcore_mcp.context import (
+        MCP_ELICIT_KEY,
+        MCP_PROGRESS_KEY,
+        CallContext,
+        call_context,
+        elicit,
+        list_roots,
+        log_message,
+        release_stream,
+        report_progress,
+        request_inputs,
+        sample,
+    )
+    from apcore_mcp.http.app import create_app
+    from apcore_mcp.openai import (
+        denormalize_tool_name,
+        from_openai_call,
+        normalize_tool_name,
+        openai_names,
+        to_openai_tools,
+    )
+    from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
+    from apcore_mcp.run.background import BackgroundServer
+    from apcore_mcp.run.serve import serve
+    from apcore_mcp.settings import Settings, SettingsOptions
+    from apcore_mcp.types import RegistryOrExecutor
+    from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
 
 __all__ = [
     "MCP_ELICIT_KEY",
@@ -87,6 +92,43 @@ __all__ = [
     "to_openai_tools",
 ]
 
+_HOMES = {
+    "MCP_ELICIT_KEY": "apcore_mcp.context",
+    "MCP_PROGRESS_KEY": "apcore_mcp.context",
+    "Audio": "apcore_mcp.content",
+    "BackgroundServer": "apcore_mcp.run.background",
+    "CallContext": "apcore_mcp.context",
+    "EmbeddedResource": "apcore_mcp.content",
+    "Image": "apcore_mcp.content",
+    "JsonSchemaModel": "apcore_mcp.upstream.module",
+    "MCPApprovalHandler": "apcore_mcp.approval",
+    "RegistryOrExecutor": "apcore_mcp.types",
+    "ResourceLink": "apcore_mcp.content",
+    "Settings": "apcore_mcp.settings",
+    "SettingsOptions": "apcore_mcp.settings",
+    "Text": "apcore_mcp.content",
+    "build_executor": "apcore_mcp.pipeline",
+    "call_context": "apcore_mcp.context",
+    "close_pipeline": "apcore_mcp.pipeline",
+    "create_app": "apcore_mcp.http.app",
+    "denormalize_tool_name": "apcore_mcp.openai",
+    "elicit": "apcore_mcp.context",
+    "from_openai_call": "apcore_mcp.openai",
+    "install_pipeline": "apcore_mcp.pipeline",
+    "json_schema_model": "apcore_mcp.upstream.module",
+    "list_roots": "apcore_mcp.context",
+    "log_message": "apcore_mcp.context",
+    "normalize_tool_name": "apcore_mcp.openai",
+    "openai_names": "apcore_mcp.openai",
+    "release_stream": "apcore_mcp.context",
+    "report_progress": "apcore_mcp.context",
+    "request_inputs": "apcore_mcp.context",
+    "sample": "apcore_mcp.context",
+    "serve": "apcore_mcp.run.serve",
+    "to_openai_tools": "apcore_mcp.openai",
+}
+"""The module of each public name, imported when the name is first used (see the module doc)."""
+
 if TYPE_CHECKING:
     from typing_extensions import deprecated
 
@@ -96,7 +138,7 @@ if TYPE_CHECKING:
 
 else:
 
-    def __getattr__(name: str) -> type[BackgroundServer]:
+    def __getattr__(name: str) -> object:
         if name == "MCPServer":
             warnings.warn(
                 "apcore_mcp.MCPServer is renamed BackgroundServer (it clashed with the MCP SDK's MCPServer); "
@@ -104,5 +146,13 @@ else:
                 DeprecationWarning,
                 stacklevel=2,
             )
-            return BackgroundServer
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            return __getattr__("BackgroundServer")
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value  # once: the next use is a plain attribute
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_HOMES})

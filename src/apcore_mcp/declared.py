@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from apcore_mcp.options import Option, old_spellings_note
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.option import Option, old_spellings_note
 
 __all__ = ["default_of", "options", "parameters_table"]
 

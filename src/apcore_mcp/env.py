@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apcore_mcp.declared import options
-from apcore_mcp.options import both_spellings, old_spellings_note, warn_renamed
 from apcore_mcp.settings import ENV_PREFIX, Option, SettingError, Settings
+from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
 
 DEFAULT_EXTENSIONS_DIR = "examples/extensions"
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -15,7 +15,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from ipaddress import ip_address
 from typing import Any, Literal, Protocol
 
 from apcore_mcp.principal import principal_of
@@ -49,19 +48,6 @@ def principal_key(scope: Mapping[str, Any] | None) -> str:
     if client:
         return str(client[0])
     return LOCAL_PRINCIPAL
-
-
-def is_loopback_address(host: str) -> bool:
-    """True for loopback IP addresses (IPv4-mapped too) and the name ``localhost``."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        address = ip_address(name)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return bool((mapped or address).is_loopback)
 
 
 # -- the rate limit ---------------------------------------------------------------------------

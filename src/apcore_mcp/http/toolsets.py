@@ -37,9 +37,8 @@ from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.limits import CallLimits
-from apcore_mcp.options import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 from apcore_mcp.settings import Settings
-from apcore_mcp.settings_needs import MOUNTING
+from apcore_mcp.settings.upstreams import MOUNTING, OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 from apcore_mcp.upstream.config import ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.toolsets import ToolsetSelection
 

@@ -12,8 +12,7 @@ from apcore_mcp.http.app import create_app
 from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.serve import build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
-from apcore_mcp.settings import configure_logging, normalize_transport
-from apcore_mcp.settings_options import SettingsOptions
+from apcore_mcp.settings import SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
 
 

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 from apcore_mcp._version import __version__
 from apcore_mcp.declared import default_of, options
 from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
-from apcore_mcp.options import both_spellings, old_spellings_note, warn_renamed
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError
+from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,7 @@ from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
-from apcore_mcp.settings import Settings, configure_logging, normalize_transport
-from apcore_mcp.settings_options import SettingsOptions
+from apcore_mcp.settings import Settings, SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
-"""How a setting is declared (``option``), its error type, and the vocabularies the settings use.
+"""How a setting is declared (``option``), its error type, and the helpers every concept's checks share.
 
-Kept apart from ``settings.py`` so the checks (``settings_checks.py``) and the settings class
-share them without importing each other.
+The bottom of the settings package: each concept module (``identity``, ``network``, ...)
+declares its settings with ``option`` and checks them with these helpers.
 """
 
 from __future__ import annotations
@@ -14,20 +14,7 @@ from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
-Transport = Literal["stdio", "streamable-http", "sse"]
-TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
-LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
-APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
-AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
-TOOL_MODES: tuple[str, ...] = ("list", "search")
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
-MAX_NAME_LENGTH = 255
 ENV_PREFIX = "APCORE_MCP_"
-TOOLSETS_PREFIX = "/toolsets"
-"""Under it, each toolset of ``mcp_config`` but the main one has its endpoint: ``/toolsets/<name>/mcp``."""
-OLD_TOOLSETS_PREFIX = "/scopes"
-"""The deprecated old prefix of the toolset endpoints (they were called scopes); it redirects."""
 
 Kind = Literal["str", "int", "float", "bool", "list", "choice"]
 
@@ -133,34 +120,27 @@ def both_spellings(old: str, new: str) -> str:
     return f"{new} and {old} (its deprecated old name) are both given: keep {new}"
 
 
-def normalize_transport(transport: str) -> str:
-    """Lower-case ``transport`` and check it is one we serve."""
-    value = transport.lower() if isinstance(transport, str) else transport
-    if value not in TRANSPORTS:
-        raise ValueError(f"Unknown transport: {transport!r}. Must be one of: {', '.join(TRANSPORTS)}")
-    return str(value)
-
-
-def normalize_log_level(level: str) -> str:
-    value = level.upper() if isinstance(level, str) else level
-    if value not in LOG_LEVELS:
-        raise ValueError(f"Unknown log level: {level!r}. Must be one of: {', '.join(LOG_LEVELS)}")
-    return str(value)
-
-
-def set_field(settings: Any, name: str, value: Any) -> None:
-    """Normalize a field of a frozen ``Settings`` while it is being checked."""
+def set_field(settings: object, name: str, value: object) -> None:
+    """Normalize a field of a frozen settings object while it is being checked."""
     object.__setattr__(settings, name, value)
 
 
-def check_positive(settings: Any, name: str) -> None:
+def check_positive(settings: object, name: str) -> None:
     """A field that must be a number above zero (``True`` is not a number here)."""
     value = getattr(settings, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise SettingError(name, f"{name} must be a positive number, got {value!r}")
 
 
-def _as_tuple(values: Sequence[str] | str | None, what: str) -> tuple[str, ...]:
+def check_whole(settings: object, name: str, minimum: int) -> None:
+    """A field that must be an integer of at least ``minimum`` (``True`` is not one here)."""
+    value = getattr(settings, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SettingError(name, f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def as_tuple(values: Sequence[str] | str | None, what: str) -> tuple[str, ...]:
+    """A list setting as the tuple it is stored as (a lone string is refused, not split)."""
     if values is None:
         return ()
     if isinstance(values, str):

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from apcore_mcp.options import SettingError
-
-if TYPE_CHECKING:
-    from apcore_mcp.settings import Settings
+from apcore_mcp.settings.fields import SettingsFields
+from apcore_mcp.settings.option import SettingError
+from apcore_mcp.settings.upstreams import MOUNTING
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,23 +24,20 @@ class Need:
     setting: str
     needs: str
     what: str
-    holds: Callable[[Settings], bool]
+    holds: Callable[[SettingsFields], bool]
 
 
-def _auth_on(s: Settings) -> bool:
+def _auth_on(s: SettingsFields) -> bool:
     return s.auth != "none"
 
 
-def _jwt(s: Settings) -> bool:
+def _jwt(s: SettingsFields) -> bool:
     return s.auth == "jwt"
 
 
-def _config(s: Settings) -> bool:
+def _config(s: SettingsFields) -> bool:
     return s.mcp_config is not None
 
-
-MOUNTING = ("mcp_config", "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
-"""The settings of mounting upstream servers: ``mcp_config`` and those meaning something only under it."""
 
 _AUTH = "auth is 'none' (set --auth jwt or --auth api-key)"
 _JWT = "auth is not 'jwt'"
@@ -86,7 +81,7 @@ NEEDS: tuple[Need, ...] = (
 )
 
 
-def check_needs(s: Settings) -> None:
+def check_needs(s: SettingsFields) -> None:
     """Refuse a setting changed from its default whose dependency does not hold (see ``NEEDS``)."""
     defaults = {f.name: f.default for f in dataclasses.fields(s)}
     for need in NEEDS:

@@ -1,4 +1,4 @@
-"""The checks of the ``auth`` settings group (``Settings`` runs them on construction).
+"""Who may call over HTTP, and as whom stdio calls run: the auth mode, its tokens or keys, scopes, identities.
 
 Fail closed: anything an auth mode needs is required, and a credential configured for a mode
 that is off is an error (an operator who set a JWKS URL but not ``auth`` would otherwise serve
@@ -8,28 +8,18 @@ every tool to anyone). Files named by settings are read by the app factory, not 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
-from apcore_mcp.limits import is_loopback_address
-from apcore_mcp.options import (
-    AUTH_MODES,
-    OLD_TOOLSETS_PREFIX,
-    TOOLSETS_PREFIX,
-    WILDCARD_HOSTS,
-    SettingError,
-    check_positive,
-    set_field,
-    warn_renamed,
-)
+from apcore_mcp.addresses import is_loopback_address
 from apcore_mcp.principal import check_scopes, parse_api_key, parse_scope_rules
+from apcore_mcp.settings.option import SettingError, check_positive, option, set_field, warn_renamed
+from apcore_mcp.settings.upstreams import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 
+AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
 MIN_HMAC_SECRET = 32
 """Characters an HS* shared secret needs at least (inline or read from a file)."""
-
-if TYPE_CHECKING:
-    from apcore_mcp.settings import Settings
-
 HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 ASYMMETRIC_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -45,7 +35,90 @@ _ENTRY_CHECKS: dict[str, Callable[[Any, str], object]] = {
 }
 
 
-def _strings(settings: Settings, name: str) -> tuple[str, ...]:
+@dataclass(frozen=True, kw_only=True)
+class AuthSettings:
+    auth: str = option(
+        "none",
+        "who may call over HTTP: `none`, `jwt` (OAuth bearer tokens) or `api-key` (static keys); "
+        "`/health` and `/ready` stay open",
+        group="auth",
+        kind="choice",
+        choices=AUTH_MODES,
+    )
+    public_url: str | None = option(
+        None,
+        "the server's base URL as clients reach it, with any proxy path prefix (`https://example.com/sub`); "
+        "resource URLs and the default audience derive from it",
+        group="auth",
+        metavar="URL",
+        default_text="`http://HOST:PORT` (required with auth on a wildcard host)",
+    )
+    auth_issuer: str | None = option(None, "required `iss` of tokens (`jwt`)", group="auth", metavar="URL")
+    auth_audience: tuple[str, ...] = option(
+        (),
+        "accepted `aud` values (`jwt`)",
+        group="auth",
+        kind="list",
+        metavar="AUD",
+        default_text="each endpoint's own resource URL, e.g. `PUBLIC_URL/mcp` (RFC 8707)",
+    )
+    auth_jwks_url: str | None = option(
+        None, "JWKS of the issuer's signing keys (https, or http on loopback)", group="auth", metavar="URL"
+    )
+    auth_jwks_ttl: float = option(600.0, "seconds a fetched JWKS is reused", group="auth", kind="float")
+    auth_jwt_key: str | None = option(
+        None, "static verification key instead of a JWKS: a PEM public key or an HS secret", group="auth", secret=True
+    )
+    auth_jwt_key_file: str | None = option(
+        None, "file holding the static verification key", group="auth", metavar="FILE"
+    )
+    auth_algorithms: tuple[str, ...] = option(
+        ("RS256", "ES256"), "accepted JWT algorithms (`none` never)", group="auth", kind="list", metavar="ALG"
+    )
+    auth_scopes: tuple[str, ...] = option(
+        (), "scopes every authenticated request needs", group="auth", kind="list", metavar="SCOPE"
+    )
+    auth_route_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per path prefix: `/metrics=metrics:read`",
+        group="auth",
+        kind="list",
+        metavar="PATH=SCOPE[ SCOPE]",
+    )
+    auth_tool_scopes: tuple[str, ...] = option(
+        (),
+        "scopes per tool glob: `admin.*=admin`",
+        group="auth",
+        kind="list",
+        metavar="GLOB=SCOPE[ SCOPE]",
+    )
+    auth_id_claim: str = option("sub", "claim giving the caller identity's id", group="auth")
+    auth_roles_claim: str = option(
+        "roles", "claim (dotted path) giving its roles: a list or a space-separated string", group="auth"
+    )
+    auth_api_keys: tuple[str, ...] = option(
+        (),
+        "accepted API keys, as hashes: `SHA256HEX:ID[:ROLE ROLE[:SCOPE SCOPE]]`",
+        group="auth",
+        kind="list",
+        metavar="ENTRY",
+        secret=True,
+    )
+    auth_api_keys_file: str | None = option(
+        None, "file of API key entries, one a line (`#` comments)", group="auth", metavar="FILE"
+    )
+    auth_metrics: bool = option(True, "require a token on `/metrics` when auth is on", group="auth", kind="bool")
+    auth_filter_tools: bool = option(
+        False, "list only the tools the caller may call (apcore ACL and tool scopes)", group="auth", kind="bool"
+    )
+    stdio_identity: str | None = option(
+        None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
+    )
+    stdio_identity_type: str = option("user", "type of that identity", group="auth")
+    stdio_roles: tuple[str, ...] = option((), "roles of that identity", group="auth", kind="list", metavar="ROLE")
+
+
+def _strings(settings: AuthSettings, name: str) -> tuple[str, ...]:
     values = getattr(settings, name)
     if values is None:
         return ()
@@ -54,12 +127,17 @@ def _strings(settings: Settings, name: str) -> tuple[str, ...]:
     return tuple(value.strip() for value in values)
 
 
-def check_auth(s: Settings) -> None:
+def check_auth(s: AuthSettings, *, wildcard_host: bool, execute_token: str | None) -> None:
+    """The auth settings, given the two others they depend on.
+
+    ``wildcard_host``: the server binds every interface, so no URL of its own can be derived
+    for tokens' audience; ``execute_token``: the explorer's own token, which auth replaces.
+    """
     if s.auth not in AUTH_MODES:
         raise SettingError("auth", f"auth must be one of: {', '.join(AUTH_MODES)}, got {s.auth!r}")
     if s.public_url is not None:
         set_field(s, "public_url", check_url(s.public_url, "public_url", https_only=False))
-    elif s.auth != "none" and s.host.lower() in WILDCARD_HOSTS:
+    elif s.auth != "none" and wildcard_host:
         raise SettingError("public_url", "public_url is required when auth is on and the host is a wildcard address")
     for name in (*_LISTS, "stdio_roles"):
         set_field(s, name, _strings(s, name))
@@ -77,7 +155,7 @@ def check_auth(s: Settings) -> None:
         raise SettingError("stdio_identity", "stdio_identity must not be empty")
     if any(any(ch.isspace() for ch in role) for role in s.stdio_roles):
         raise SettingError("stdio_roles", "stdio_roles entries must be single words")
-    _check_mode(s)
+    _check_mode(s, execute_token)
 
 
 def _renamed_route(entry: str) -> str:
@@ -93,13 +171,13 @@ def _renamed_route(entry: str) -> str:
     return renamed + sep + needed
 
 
-def _check_mode(s: Settings) -> None:
+def _check_mode(s: AuthSettings, execute_token: str | None) -> None:
     """What each mode needs, and nothing configured for a mode that is off."""
     unused = {"none": _JWT_FIELDS + _KEY_FIELDS, "jwt": _KEY_FIELDS, "api-key": _JWT_FIELDS}[s.auth]
     for name in unused:
         if getattr(s, name):
             raise SettingError(name, f"{name} is set but auth is {s.auth!r}")
-    if s.auth != "none" and s.execute_token is not None:
+    if s.auth != "none" and execute_token is not None:
         raise SettingError("execute_token", "execute_token does not apply when auth is on (explorer calls use auth)")
     if s.auth == "api-key" and not (s.auth_api_keys or s.auth_api_keys_file):
         raise SettingError("auth_api_keys", "auth 'api-key' needs auth_api_keys or auth_api_keys_file")
@@ -107,7 +185,7 @@ def _check_mode(s: Settings) -> None:
         _check_jwt(s)
 
 
-def _check_jwt(s: Settings) -> None:
+def _check_jwt(s: AuthSettings) -> None:
     if not s.auth_issuer:
         raise SettingError("auth_issuer", "auth 'jwt' needs auth_issuer")
     sources = [name for name in ("auth_jwks_url", "auth_jwt_key", "auth_jwt_key_file") if getattr(s, name)]

@@ -1,0 +1,116 @@
+"""How the server speaks MCP: live lists, sessions and streams (resuming them), approval, input rounds, prompts.
+
+Also the transports ``serve()`` takes (``TRANSPORTS``): a launch choice, not a setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from apcore_mcp.settings.option import SettingError, as_tuple, check_positive, check_whole, option, set_field
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
+APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolSettings:
+    dynamic: bool = option(False, "reflect registry changes live (`listChanged`)", group="protocol", kind="bool")
+    stateless: bool = option(
+        False, "Streamable HTTP without sessions, for several replicas", group="protocol", kind="bool"
+    )
+    json_response: bool = option(
+        False, "answer `POST /mcp` with JSON instead of an SSE stream", group="protocol", kind="bool"
+    )
+    resumable: bool = option(
+        True,
+        "keep recent stream events so a handshake-era client whose stream broke resumes with Last-Event-ID "
+        "(bounded memory)",
+        group="protocol",
+        kind="bool",
+    )
+    sse_retry_ms: int = option(
+        1000,
+        "reconnection delay suggested to clients of resumable streams, in milliseconds",
+        group="protocol",
+        kind="int",
+    )
+    resume_max_bytes: int = option(
+        # 48, not 64: the allocator's share on top keeps RSS within 64 MiB of a server keeping nothing.
+        48 * 1024 * 1024,
+        "bytes of stream events kept for resuming, all streams together; the oldest events go first",
+        group="protocol",
+        kind="int",
+    )
+    resume_stream_max_bytes: int = option(
+        8 * 1024 * 1024,
+        "bytes of events kept for one stream; a client resuming past what was dropped gets an error",
+        group="protocol",
+        kind="int",
+    )
+    approval: str = option(
+        "elicit",
+        "how `requires_approval` modules are confirmed: `elicit` asks the client's user (fails closed); "
+        "`auto` runs them unconfirmed (logs a WARNING at start)",
+        group="protocol",
+        kind="choice",
+        choices=APPROVAL_MODES,
+    )
+    request_state_keys: tuple[str, ...] = option(
+        (),
+        "secrets (32+ characters each, comma list) sealing 2026-07-28 `requestState`: the first seals, all open; "
+        "a random key per process when unset",
+        group="protocol",
+        kind="list",
+        metavar="KEY[,KEY]",
+        secret=True,
+    )
+    input_timeout: float = option(
+        300.0,
+        "seconds a handshake-era client gets to answer an elicitation, sampling or roots request "
+        "(an unanswered approval is a rejection)",
+        group="protocol",
+        kind="float",
+    )
+    request_state_ttl: float = option(
+        600.0,
+        "seconds a 2026-07-28 input-required round stays answerable (its sealed requestState expires after)",
+        group="protocol",
+        kind="float",
+    )
+    prompts_dir: str | None = option(
+        None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
+    )
+
+    @property
+    def keeps_stream_events(self) -> bool:
+        """Whether streams resume with ``Last-Event-ID``: sessions answering over SSE, with ``resumable`` on."""
+        return self.resumable and not self.stateless and not self.json_response
+
+
+def normalize_transport(transport: str) -> str:
+    """Lower-case ``transport`` and check it is one we serve."""
+    value = transport.lower() if isinstance(transport, str) else transport
+    if value not in TRANSPORTS:
+        raise ValueError(f"Unknown transport: {transport!r}. Must be one of: {', '.join(TRANSPORTS)}")
+    return str(value)
+
+
+def check_protocol(s: ProtocolSettings) -> None:
+    if s.approval not in APPROVAL_MODES:
+        raise SettingError("approval", f"approval must be one of: {', '.join(APPROVAL_MODES)}, got {s.approval!r}")
+    keys = as_tuple(s.request_state_keys, "request_state_keys")
+    if any(not isinstance(key, str) or len(key) < 32 for key in keys):
+        raise SettingError("request_state_keys", "request_state_keys entries must be at least 32 characters")
+    set_field(s, "request_state_keys", keys)
+    if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
+        raise SettingError("prompts_dir", "prompts_dir must not be empty")
+    check_positive(s, "input_timeout")
+    check_positive(s, "request_state_ttl")
+    check_positive(s, "sse_retry_ms")
+    check_whole(s, "resume_max_bytes", 64 * 1024)
+    check_whole(s, "resume_stream_max_bytes", 1024)
+    if s.resume_stream_max_bytes > s.resume_max_bytes:
+        raise SettingError("resume_stream_max_bytes", "resume_stream_max_bytes must not exceed resume_max_bytes")

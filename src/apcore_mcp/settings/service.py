@@ -1,0 +1,49 @@
+"""What the server serves beside MCP, and how it stops: metrics, the explorer (and its calls), shutdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apcore_mcp.settings.option import SettingError, option, set_field
+
+RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceSettings:
+    metrics: bool = option(True, "serve `/metrics` (Prometheus)", group="service", kind="bool")
+    explorer: bool = option(False, "serve the browser explorer", group="service", kind="bool")
+    explorer_prefix: str = option("/explorer", "URL prefix of the explorer", group="service")
+    allow_execute: bool = option(
+        False, "let the explorer call tools (a token is needed off loopback)", group="service", kind="bool"
+    )
+    execute_token: str | None = option(
+        None,
+        "bearer token for explorer calls (16+ characters); when unset and the host is not loopback, "
+        "a random one is made and written to a file only its owner reads (the log names the file)",
+        group="service",
+        secret=True,
+    )
+    shutdown_timeout: float = option(
+        3.0, "seconds calls in flight get to finish on shutdown", group="service", kind="float"
+    )
+
+
+def check_service(s: ServiceSettings) -> None:
+    if isinstance(s.shutdown_timeout, bool) or not isinstance(s.shutdown_timeout, int | float):
+        raise SettingError("shutdown_timeout", f"shutdown_timeout must be a number, got {s.shutdown_timeout!r}")
+    if not s.shutdown_timeout >= 0:
+        raise SettingError("shutdown_timeout", f"shutdown_timeout must be >= 0, got {s.shutdown_timeout}")
+    set_field(s, "explorer_prefix", _check_prefix(s.explorer_prefix))
+    if s.execute_token is not None and len(s.execute_token) < 16:
+        raise SettingError("execute_token", "execute_token must be at least 16 characters")
+
+
+def _check_prefix(prefix: str) -> str:
+    """``/explorer`` and ``/explorer/`` alike become ``/explorer``; it must not shadow a route."""
+    if not isinstance(prefix, str) or not prefix.startswith("/"):
+        raise SettingError("explorer_prefix", f"explorer_prefix must start with '/', got {prefix!r}")
+    normalized = prefix.rstrip("/")
+    if not normalized or any(normalized == path or normalized.startswith(path + "/") for path in RESERVED_PATHS):
+        raise SettingError("explorer_prefix", f"explorer_prefix {prefix!r} would shadow another route")
+    return normalized

@@ -1,0 +1,78 @@
+"""Upstream MCP servers mounted as tools: the ``mcp.json`` file, how its servers run, which toolset ``/mcp`` serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apcore_mcp.settings.option import SettingError, check_whole, option
+
+TOOL_MODES: tuple[str, ...] = ("list", "search")
+TOOLSETS_PREFIX = "/toolsets"
+"""Under it, each toolset of ``mcp_config`` but the main one has its endpoint: ``/toolsets/<name>/mcp``."""
+OLD_TOOLSETS_PREFIX = "/scopes"
+"""The deprecated old prefix of the toolset endpoints (they were called scopes); it redirects."""
+MOUNTING = ("mcp_config", "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+"""The settings of mounting upstream servers: ``mcp_config`` and those meaning something only under it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamSettings:
+    mcp_config: str | None = option(
+        None,
+        "Claude-style `mcp.json` (`mcpServers`, optional `toolsets`) of upstream MCP servers to mount as tools",
+        group="upstreams",
+        env="CONFIG",
+        metavar="FILE",
+    )
+    upstreams: bool = option(
+        True,
+        "start the upstream servers of `--mcp-config` (when off, none starts and a toolset naming servers fails)",
+        group="upstreams",
+        kind="bool",
+    )
+    strict_upstreams: bool = option(
+        False,
+        "a server with a missing `${VAR}` or that fails to start stops the start-up (default: WARNING, skipped)",
+        group="upstreams",
+        kind="bool",
+    )
+    upstream_log_dir: str | None = option(
+        None,
+        "directory receiving each stdio upstream server's stderr as `<name>.log`",
+        group="upstreams",
+        metavar="DIR",
+    )
+    upstream_max_message_bytes: int = option(
+        16 * 1024 * 1024,
+        "largest message read from an upstream server; a larger one fails its call and restarts the server",
+        group="upstreams",
+        kind="int",
+    )
+    tool_mode: str = option(
+        "list",
+        "`list` serves every tool; `search` serves `search_tools`, `describe_tool` and `invoke_tool` over them "
+        "(a toolset's `toolMode` overrides it)",
+        group="upstreams",
+        kind="choice",
+        choices=TOOL_MODES,
+    )
+    toolset: str | None = option(
+        None,
+        "the config toolset served at `/mcp` (the others at `/toolsets/<name>/mcp`)",
+        group="upstreams",
+        default_text="`default` (every server, every local module, unless the file defines it)",
+        old_names=("scope",),
+    )
+
+
+def check_upstreams(s: UpstreamSettings) -> None:
+    for what in ("mcp_config", "upstream_log_dir", "toolset"):
+        value = getattr(s, what)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SettingError(what, f"{what} must not be empty")
+    for what in ("upstreams", "strict_upstreams"):
+        if not isinstance(getattr(s, what), bool):
+            raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    check_whole(s, "upstream_max_message_bytes", 1024)
+    if s.tool_mode not in TOOL_MODES:
+        raise SettingError("tool_mode", f"tool_mode must be one of: {', '.join(TOOL_MODES)}, got {s.tool_mode!r}")
