@@ -104,6 +104,7 @@ AGAINST = {
     "replicas": ABOVE_THE_EDGES,
     "pipeline": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas"},
     "core": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas"},
+    "settings": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas", "pipeline"},
 }
 """Rooms each room must not import: what is above it (the architecture page's order)."""
 

@@ -78,7 +78,7 @@ async def test_the_abandoned_thread_bound_holds_and_warns(
 ) -> None:
     executor, module = stuck
     pool = installed_pipeline(executor).pool  # type: ignore[union-attr]
-    with caplog.at_level(logging.WARNING, logger="apcore_mcp.pipeline.pool"):
+    with caplog.at_level(logging.WARNING, logger="apcore_mcp.pipeline.sync_pool"):
         await time_out_in_waves(executor, module, pool.max_abandoned + WORKERS)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, "one WARNING when the bound is reached, not one per call"

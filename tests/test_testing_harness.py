@@ -11,7 +11,7 @@ import pytest
 
 from apcore_mcp.testing import command_server, encode_responses, is_running, scripted_server, start_server
 from apcore_mcp.testing.clients import connect
-from apcore_mcp.testing.pool import ServerPool
+from apcore_mcp.testing.shared_servers import ServerPool
 
 from tests._support.results import text_of
 

@@ -13,7 +13,7 @@ import pytest
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import ServerSpec, parse_config
 from apcore_mcp.upstream.errors import UpstreamTimeout, UpstreamUnavailable
-from apcore_mcp.upstream.pool import Lease, UpstreamPool, backoff_delay
+from apcore_mcp.upstream.handles import Lease, UpstreamPool, backoff_delay
 
 from tests._support.upstreams import eventually, gone, http_upstream, kill, stdio_entry, upstream_children, url_entry
 

@@ -12,7 +12,7 @@ from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled
-from apcore_mcp.upstream.pool import UpstreamPool
+from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.toolsets import UpstreamRuntime, toolset_filter, upstream_server_of
 
 from tests._support.modules import make_registry

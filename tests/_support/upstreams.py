@@ -17,8 +17,8 @@ import anyio
 
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
-from apcore_mcp.upstream.pool import UpstreamPool
-from apcore_mcp.upstream.results import mcp_result_of
+from apcore_mcp.upstream.handles import UpstreamPool
+from apcore_mcp.upstream.passthrough import mcp_result_of
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 from tests._support.processes import stop_process, wait_ok

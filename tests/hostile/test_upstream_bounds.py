@@ -27,7 +27,7 @@ from mcp import Client
 
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config import parse_config
-from apcore_mcp.upstream.pool import Lease, UpstreamPool
+from apcore_mcp.upstream.handles import Lease, UpstreamPool
 
 from tests._support.hostile import serving
 from tests._support.processes import stop_process, wait_ok

@@ -32,7 +32,7 @@ from apcore_mcp.pipeline.install import (
     installed_pipeline,
     lease_pipeline,
 )
-from apcore_mcp.pipeline.pool import PoolClosedError, SyncPool
+from apcore_mcp.pipeline.sync_pool import PoolClosedError, SyncPool
 
 __all__ = [
     "DEFAULT_SYNC_WORKERS",

@@ -4,7 +4,7 @@ apcore 0.32's ``BuiltinExecute`` starts the module in a task of its own and wait
 ``asyncio.wait``: cancelling the caller leaves that task running, and a timeout only sets the
 ``CancelToken`` and walks away. Here, in both cases, the call's ``CancelToken`` is set first, then
 an async module's task is cancelled and awaited until it has unwound (nothing is left behind),
-and a sync module's call is abandoned in the :class:`~apcore_mcp.pipeline.pool.SyncPool`, which
+and a sync module's call is abandoned in the :class:`~apcore_mcp.pipeline.sync_pool.SyncPool`, which
 gives its slot to the next call. A timeout still raises apcore's ``ModuleTimeoutError``; a
 cancelled caller gets its ``CancelledError``. Everything else (the cancel-token and deadline
 checks, streaming set-up, how the timeout is read, its clamping to the global deadline, error
@@ -26,7 +26,7 @@ from apcore.pipeline import PipelineContext, StepResult
 from apcore.streaming import StreamingModule
 
 from apcore_mcp.pipeline.internals import BuiltinExecute, adopt_state, default_timeout_ms, read_module_timeout_ms
-from apcore_mcp.pipeline.pool import Job, SyncPool
+from apcore_mcp.pipeline.sync_pool import Job, SyncPool
 
 if TYPE_CHECKING:
     from apcore_mcp.pipeline.install import FastPipeline

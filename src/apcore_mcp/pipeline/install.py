@@ -17,8 +17,8 @@ from apcore_mcp.pipeline.internals import (
     BuiltinOutputValidation,
 )
 from apcore_mcp.pipeline.plans import PlanCache
-from apcore_mcp.pipeline.pool import SyncPool
 from apcore_mcp.pipeline.steps import FastInputValidation, FastModuleLookup, FastOutputValidation, PlannedStep
+from apcore_mcp.pipeline.sync_pool import SyncPool
 
 logger = logging.getLogger(__name__)
 

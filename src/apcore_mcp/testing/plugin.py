@@ -30,7 +30,7 @@ from apcore_mcp.testing.harness import (
     scripted_server,
     start_server,
 )
-from apcore_mcp.testing.pool import ServerPool
+from apcore_mcp.testing.shared_servers import ServerPool
 from apcore_mcp.testing.yaml_cases import Case, CaseFile, load_case_file, run_case, variant_id
 
 SCOPES = ("function", "module", "session")

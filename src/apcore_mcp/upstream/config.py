@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from apcore_mcp.upstream.checks import check_aliases, check_server, check_toolsets
+from apcore_mcp.upstream.config_checks import check_aliases, check_server, check_toolsets
 from apcore_mcp.upstream.expand import Redactor, expand
 from apcore_mcp.upstream.specs import (
     ALL,

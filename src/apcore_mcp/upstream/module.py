@@ -19,7 +19,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from pydantic import BaseModel
 
 from apcore_mcp.types import JSONValue
-from apcore_mcp.upstream.results import MCP_RESULT_KEY, to_output
+from apcore_mcp.upstream.passthrough import MCP_RESULT_KEY, to_output
 
 UPSTREAM_TAG = "upstream"
 

@@ -21,7 +21,7 @@ import anyio
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
 from apcore_mcp.upstream.errors import UpstreamError
-from apcore_mcp.upstream.pool import UpstreamPool
+from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.toolsets import Switch, UpstreamRuntime
 
 logger = logging.getLogger(__name__)

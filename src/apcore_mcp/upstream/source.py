@@ -25,9 +25,9 @@ from apcore.errors import InvalidInputError
 
 from apcore_mcp.context import InputRequired, call_context, report_progress, request_inputs
 from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids
-from apcore_mcp.upstream.pool import Lease, UpstreamPool
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import anyio
 
 from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
+from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.module import upstream_server_of
-from apcore_mcp.upstream.pool import UpstreamPool
 from apcore_mcp.upstream.source import UpstreamSource
 
 __all__ = ["Switch", "UpstreamRuntime", "servers_needed", "toolset_filter", "upstream_server_of"]
