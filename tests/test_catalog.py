@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
+import mcp.types as types
+import pytest
 from apcore import Registry
 from mcp import Client
 
@@ -103,7 +105,7 @@ def test_concurrent_registrations_from_threads_leave_a_consistent_catalog() -> N
     assert sorted(registry.list()) == expected
 
 
-async def test_call_errors_are_logged_server_side(caplog) -> None:  # type: ignore[no-untyped-def]
+async def test_call_errors_are_logged_server_side(caplog: pytest.LogCaptureFixture) -> None:
     bridge = Bridge.build(make_executor(), Settings())
     caplog.set_level(logging.DEBUG, logger="apcore_mcp")
     async with Client(bridge.server, mode="legacy") as client:
@@ -121,18 +123,18 @@ async def test_call_errors_are_logged_server_side(caplog) -> None:  # type: igno
     assert invalid.exc_info is None
 
 
-async def test_tools_list_is_served_from_cache_until_the_catalog_changes() -> None:
+async def test_tools_list_is_served_from_cache_until_the_catalog_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = make_registry()
     bridge = Bridge.build(registry, Settings(dynamic=True))
     handler_calls = 0
     render = bridge.catalog.mcp_tools
 
-    def counted() -> list:  # type: ignore[type-arg]
+    def counted() -> list[types.Tool]:
         nonlocal handler_calls
         handler_calls += 1
         return render()
 
-    bridge.catalog.mcp_tools = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(bridge.catalog, "mcp_tools", counted)
     async with BridgeService(bridge):  # follows the registry while it serves
         for mode in ("legacy", "auto"):
             async with Client(bridge.server, mode=mode, cache=None) as client:

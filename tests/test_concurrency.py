@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @contextlib.asynccontextmanager
-async def server_for(transport: str, bridge: Bridge):  # type: ignore[no-untyped-def]
+async def server_for(transport: str, bridge: Bridge) -> AsyncIterator[Bridge | str]:
     if transport.startswith("memory"):
         yield bridge
     else:

@@ -15,6 +15,7 @@ from apcore.errors import ModuleExecuteError, ModuleTimeoutError
 from apcore.pipeline import ExecutionStrategy
 
 from apcore_mcp.pipeline import (
+    FastPipeline,
     PoolClosedError,
     SyncPool,
     build_executor,
@@ -27,6 +28,13 @@ from tests._support.pipeline import make_registry
 from tests._support.waiters import HANG_GUARD_S, Empty, SyncWaiter, wait_thread_event, with_timeout
 
 WORKERS = 2
+
+
+def pipeline_of(executor: Executor) -> FastPipeline:
+    """The fast pipeline installed on ``executor`` (there must be one)."""
+    pipeline = installed_pipeline(executor)
+    assert pipeline is not None
+    return pipeline
 
 
 class Quick:
@@ -64,7 +72,7 @@ async def time_out_in_waves(executor: Executor, module: SyncWaiter, calls: int) 
 async def test_timed_out_sync_calls_do_not_starve_the_others(stuck: tuple[Executor, SyncWaiter]) -> None:
     executor, module = stuck
     await time_out_in_waves(executor, module, WORKERS + 6)
-    pool = installed_pipeline(executor).pool  # type: ignore[union-attr]
+    pool = pipeline_of(executor).pool
     assert pool.stats()["abandoned"] == WORKERS + 6  # all still stuck in their module
     assert await executor.call_async("p.quick", {}, Context.create())
     module.expect_returns = WORKERS + 6
@@ -77,7 +85,7 @@ async def test_the_abandoned_thread_bound_holds_and_warns(
     stuck: tuple[Executor, SyncWaiter], caplog: pytest.LogCaptureFixture
 ) -> None:
     executor, module = stuck
-    pool = installed_pipeline(executor).pool  # type: ignore[union-attr]
+    pool = pipeline_of(executor).pool
     with caplog.at_level(logging.WARNING, logger="apcore_mcp.pipeline.sync_pool"):
         await time_out_in_waves(executor, module, pool.max_abandoned + WORKERS)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -178,7 +186,7 @@ async def test_install_keeps_governance_and_is_idempotent() -> None:
 def test_build_executor_and_the_sync_api() -> None:
     executor = build_executor(make_registry(), sync_workers=1, timeout_ceiling_ms=5000)
     assert executor.call("eq.echo", {"text": "hi"}) == {"text": "hi"}
-    assert installed_pipeline(executor).timeout_ceiling_ms == 5000  # type: ignore[union-attr]
+    assert pipeline_of(executor).timeout_ceiling_ms == 5000
     assert installed_pipeline(Executor(make_registry())) is None
     close_pipeline(executor)
     with pytest.raises(ModuleExecuteError):  # sync modules need the pool

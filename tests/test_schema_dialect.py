@@ -9,6 +9,8 @@ from mcp import Client
 
 from apcore_mcp.bridge import Bridge
 
+from tests._support.results import text_of
+
 EXTENSIONS = Path(__file__).resolve().parents[1] / "examples" / "conformance" / "extensions"
 
 
@@ -26,6 +28,6 @@ async def test_a_declared_dialect_is_served_as_written_and_validated() -> None:
     assert schema["$defs"]["address"]["$anchor"] == "addressDef"
     assert schema["properties"]["address"] == {"$ref": "#/$defs/address"}
     assert schema["then"] == {"required": ["phone"]} and schema["additionalProperties"] is False
-    assert ok.is_error is False and ok.content[0].text == "Contact Ann by phone"  # type: ignore[union-attr]
-    assert no_phone.is_error is True and "phone" in no_phone.content[0].text  # type: ignore[union-attr]
-    assert extra.is_error is True and "nickname" in extra.content[0].text  # type: ignore[union-attr]
+    assert ok.is_error is False and text_of(ok) == "Contact Ann by phone"
+    assert no_phone.is_error is True and "phone" in text_of(no_phone)
+    assert extra.is_error is True and "nickname" in text_of(extra)

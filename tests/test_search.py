@@ -163,7 +163,8 @@ async def test_search_describe_and_invoke() -> None:
     }
     assert bridge.search is not None
     stats, chart = described["tools"]
-    assert stats["inputSchema"] == bridge.search.catalog.get("text.stats").input_schema  # type: ignore[union-attr]
+    record = bridge.search.catalog.get("text.stats")
+    assert record is not None and stats["inputSchema"] == record.input_schema
     assert "chart" not in chart["outputSchema"]["properties"]  # the image goes out as a content block
     assert described["not_found"] == ["nope.nothing"]
     assert not error and invoked["words"] == 3

@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 from scripts.update_readme import render
+from starlette.applications import Starlette
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
@@ -25,7 +27,7 @@ from tests._support.sessions import running_http
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def asgi_client(app) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]
+def asgi_client(app: Starlette) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
 
@@ -239,7 +241,9 @@ async def test_explorer_execution_is_refused_unless_enabled() -> None:
         ("demo.echo", [1, 2], JSON, 400, {"error": "Request body must be a JSON object of tool arguments"}),
     ],
 )
-async def test_explorer_calls_go_through_the_executor(tool, body, headers, status, expected) -> None:  # type: ignore[no-untyped-def]
+async def test_explorer_calls_go_through_the_executor(
+    tool: str, body: object, headers: dict[str, str], status: int, expected: dict[str, Any]
+) -> None:
     app = create_app(make_executor(), Settings(explorer=True, allow_execute=True))
     async with asgi_client(app) as http:
         response = await http.post(f"/explorer/tools/{tool}/call", content=json.dumps(body), headers=headers)

@@ -86,13 +86,16 @@ async def test_a_reload_restarts_only_the_servers_whose_spec_changed() -> None:
         runtime = UpstreamRuntime(executor.registry, pool)
         await runtime.apply(config(**THREE))
         before = await pids(executor, runtime)
-        kept_connection = await runtime.sources["a"]._lease.connection()  # type: ignore[union-attr]
+        lease = runtime.sources["a"]._lease
+        assert lease is not None
+        kept_connection = await lease.connection()
         changed = {"a": stdio_entry(timeout=7), "b": stdio_entry("--tools", "1"), "d": stdio_entry()}
         switch = await runtime.apply(config(**changed))
         assert (sorted(switch.stopped), sorted(switch.started), switch.kept) == (["b", "c"], ["b", "d"], ["a"])
         after = await pids(executor, runtime)
         assert after["a"] == before["a"] and runtime.sources["a"].spec.timeout == 7
-        assert await runtime.sources["a"]._lease.connection() is kept_connection  # type: ignore[union-attr]
+        lease = runtime.sources["a"]._lease
+        assert lease is not None and await lease.connection() is kept_connection
         assert after["b"] != before["b"] and gone(before["b"]) and gone(before["c"])
         assert set(upstream_children()) == set(after.values())
         assert executor.registry.has("b.gen_000") and not executor.registry.list(prefix="c.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 
 import httpx
 import httpx2
@@ -64,7 +65,7 @@ async def test_session_and_stream_gauges_are_exact_with_1000_half_open_sessions(
         await wait_until(_equals(url, SESSIONS, 0), "every session deleted")
 
 
-def _equals(url: str, name: str, value: float, **labels: str):  # type: ignore[no-untyped-def]
+def _equals(url: str, name: str, value: float, **labels: str) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return await gauge(url, name, **labels) == value
 
