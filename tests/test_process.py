@@ -89,33 +89,18 @@ def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def http_process(extensions: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "apcore_mcp",
-            "--extensions-dir",
-            str(extensions),
-            "--transport",
-            "streamable-http",
-            "--port",
-            str(port),
-            "--log-level",
-            "WARNING",
-            "--explorer",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+    command = [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(extensions), "--transport"]
+    command += ["streamable-http", "--port", str(port), "--log-level", "WARNING", "--explorer"]
+    # As a context manager, Popen closes its pipes on the way out (else: a ResourceWarning).
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
+            yield proc, url
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
 
 
 # -- arguments and exit codes -----------------------------------------------------------------
@@ -252,29 +237,29 @@ def test_stdio_stdout_carries_only_json_rpc(extensions: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stdio_stops_cleanly_on_signal(extensions: Path, sig: signal.Signals) -> None:
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(extensions)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    try:
-        # Signal a server that is up: it has answered the handshake and logged that it started.
-        proc.stdin.write(_rpc(1, "initialize", INITIALIZE_PARAMS))
-        proc.stdin.flush()
-        assert json.loads(_readline(proc.stdout, timeout=10))["id"] == 1
-        _wait_for_line(proc.stderr, "apcore-mcp server started", timeout=10)
-        started = time.monotonic()
-        proc.send_signal(sig)
-        proc.wait(8)
-        assert proc.returncode == 0
-        assert time.monotonic() - started < 5
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            # Signal a server that is up: it has answered the handshake and logged that it started.
+            proc.stdin.write(_rpc(1, "initialize", INITIALIZE_PARAMS))
+            proc.stdin.flush()
+            assert json.loads(_readline(proc.stdout, timeout=10))["id"] == 1
+            _wait_for_line(proc.stderr, "apcore-mcp server started", timeout=10)
+            started = time.monotonic()
+            proc.send_signal(sig)
+            proc.wait(8)
+            assert proc.returncode == 0
+            assert time.monotonic() - started < 5
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
 
 
 # -- HTTP ------------------------------------------------------------------------------------
@@ -337,7 +322,7 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
     """``uvicorn app:create_app --factory`` (the container's command) drains calls too."""
     port = free_port()
     env = {**os.environ, "APCORE_MCP_EXTENSIONS_DIR": str(extensions)}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -355,22 +340,22 @@ async def test_plain_uvicorn_lets_the_call_in_flight_finish(extensions: Path) ->
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
-        async with Client(f"{url}/mcp", mode="legacy") as client:
-            await client.list_tools()
-            _signal_once_a_call_runs(proc, url, signal.SIGTERM)
-            result = await client.call_tool("util.nap", {"seconds": 1.5})
-            answered = time.monotonic()
-        assert json.loads(text_of(result)) == {"slept": 1.5}
-        proc.wait(8)
-        assert time.monotonic() - answered < 3  # open streams were ended, not left to time out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+    ) as proc:
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_ok(f"{url}/health", proc, details=lambda: _stderr(proc))
+            async with Client(f"{url}/mcp", mode="legacy") as client:
+                await client.list_tools()
+                _signal_once_a_call_runs(proc, url, signal.SIGTERM)
+                result = await client.call_tool("util.nap", {"seconds": 1.5})
+                answered = time.monotonic()
+            assert json.loads(text_of(result)) == {"slept": 1.5}
+            proc.wait(8)
+            assert time.monotonic() - answered < 3  # open streams were ended, not left to time out
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
 
 
 async def test_mcp_server_in_background_thread() -> None:
