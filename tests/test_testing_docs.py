@@ -1,4 +1,4 @@
-"""README.md's "Testing with apcore-mcp" and examples/testing run as written: every ``# file:`` block is written out and
+"""docs/testing.md (Testing with apcore-mcp) and examples/testing run as written: every ``# file:`` block is written out and
 run by pytest, the documented scripted-server command is started, and examples/testing passes."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from apcore_mcp.testing import command_server, start_server
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
-DOC = REPO / "README.md"
+DOC = REPO / "docs" / "testing.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 
 
