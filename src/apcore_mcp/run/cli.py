@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from apcore_mcp._version import __version__
 from apcore_mcp.declared import default_of, options
 from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
+from apcore_mcp.run.version import version_text
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError
 from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
 
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the apcore modules of an extensions directory as MCP tools. "
         "APCORE_MCP_* environment variables set defaults; flags override them.",
     )
-    parser.add_argument("--version", action="version", version=f"apcore-mcp {__version__}")
+    parser.add_argument("--version", action=_PrintVersion, help="print the version and exit")
     for opt in [*LAUNCH_OPTIONS, *options()]:
         if opt.flag is None:
             continue
@@ -60,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
         for old, old_flag in zip(opt.old_names, opt.old_flags, strict=True):
             _add(parser, opt, old_flag, _old_dest(old), argparse.SUPPRESS)
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: the version line as is (argparse's own action rewraps it at the terminal width)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(version_text())
+        parser.exit()
 
 
 def _old_dest(old: str) -> str:
