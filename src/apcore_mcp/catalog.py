@@ -13,7 +13,8 @@ from typing import Any
 
 import mcp.types as types
 
-from apcore_mcp.records import MAX_TOOL_NAME_LENGTH, ToolRecord, build_record
+from apcore_mcp.module_problems import ModuleProblem, describe_module
+from apcore_mcp.records import ToolRecord
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class ToolCatalog:
         self._mcp_tools: list[types.Tool] = []
         self._listeners: list[ChangeListener] = []
         self._watching = False
+        self._load_problems: tuple[ModuleProblem, ...] = ()
         self.generation = 0
         """Bumped on every change: a cache of anything derived from the snapshot keys on it."""
 
@@ -80,11 +82,17 @@ class ToolCatalog:
 
     # -- building ----------------------------------------------------------------------
 
+    def problems(self) -> tuple[ModuleProblem, ...]:
+        """The modules the last ``load()`` could not serve, and why (each was logged as a WARNING)."""
+        return self._load_problems
+
     def load(self) -> None:
-        """(Re)build every record from the registry, skipping modules that cannot be converted."""
+        """(Re)build every record from the registry, skipping (with a WARNING) modules that cannot be served."""
         module_ids = self._wanted_ids()
-        records = [record for module_id in module_ids if (record := self._build(module_id)) is not None]
+        built = [self._build(module_id) for module_id in module_ids]
+        records = [item for item in built if isinstance(item, ToolRecord)]
         with self._lock:
+            self._load_problems = tuple(item for item in built if isinstance(item, ModuleProblem))
             self._records = {record.name: record for record in records}
             self._loaded_ids = frozenset(module_ids)
             self._publish_locked()
@@ -105,30 +113,12 @@ class ToolCatalog:
             module_ids = [module_id for module_id in module_ids if self._include(module_id)]
         return module_ids
 
-    def _build(self, module_id: str) -> ToolRecord | None:
-        if len(module_id) > MAX_TOOL_NAME_LENGTH:
-            # apcore allows ids up to 192 characters; an MCP tool name has at most 128. A silently
-            # truncated name could collide; a hashed one could not be typed by anyone: not served.
-            logger.warning(
-                "Skipping module %s: its id has %d characters, more than the %d an MCP tool name may have",
-                module_id,
-                len(module_id),
-                MAX_TOOL_NAME_LENGTH,
-            )
-            return None
-        try:
-            descriptor = self._registry.get_definition(module_id)
-        except Exception as exc:  # noqa: BLE001 - module code (its schema classes) runs here; one bad module is skipped
-            logger.warning("Skipping module %s: its definition cannot be built: %s", module_id, exc)
-            return None
-        if descriptor is None:
-            logger.warning("Skipping module %s: it has no definition (unregistered meanwhile?)", module_id)
-            return None
-        try:
-            return build_record(descriptor)
-        except (ValueError, KeyError) as exc:
-            logger.warning("Skipping module %s: its schema cannot be converted: %s", module_id, exc)
-            return None
+    def _build(self, module_id: str) -> ToolRecord | ModuleProblem | None:
+        described = describe_module(self._registry, module_id)
+        if isinstance(described, ModuleProblem):
+            # Listed with an empty schema it would answer every call "Internal error occurred": not served.
+            logger.warning("Module not served: %s", described)
+        return described
 
     def _publish_locked(self) -> None:
         ordered = [self._records[name] for name in sorted(self._records)]
@@ -183,7 +173,7 @@ class ToolCatalog:
         if not self._matches(module_id):
             return
         record = self._build(module_id)
-        if record is None:
+        if not isinstance(record, ToolRecord):
             return
         with self._lock:
             self._records[module_id] = record

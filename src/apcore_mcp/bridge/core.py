@@ -19,6 +19,7 @@ from apcore_mcp.limits import CallLimits
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
+from apcore_mcp.module_problems import ModuleProblemsError
 from apcore_mcp.pipeline import build_executor
 from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.principal import parse_scope_rules, stdio_identity
@@ -172,6 +173,7 @@ class Bridge:
         Raises:
             TypeError: not a Registry or an Executor.
             PromptFileError: a prompt file in ``settings.prompts_dir`` is malformed.
+            ModuleProblemsError: ``settings.strict_modules`` and a module that cannot be served.
         """
         settings = settings or Settings()
         registry = registry_of(registry_or_executor)
@@ -186,6 +188,8 @@ class Bridge:
         prompts = load_prompts(settings.prompts_dir) if settings.prompts_dir else {}
         catalog = ToolCatalog(registry, tags=settings.tags, prefix=settings.prefix, include=include)
         catalog.load()  # with settings.dynamic, the service follows the registry from when it starts
+        if settings.strict_modules and catalog.problems():
+            raise ModuleProblemsError(catalog.problems())
         limits = limits if limits is not None else call_limits(settings)
         authorization = authorization_for(executor, settings, limits)
         router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes, authorization=authorization)

@@ -172,6 +172,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     from apcore import Registry
 
+    from apcore_mcp.discovery import DiscoveryError, discover, refuse_problems
+    from apcore_mcp.module_problems import ModuleProblemsError
     from apcore_mcp.redaction import RedactedLogs
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
@@ -182,11 +184,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)
     registry = Registry(extensions_dir=str(extensions_dir))
-    count = registry.discover()
-    logger.info("Discovered %d module(s) in %s", count, extensions_dir)
     try:
+        found = discover(registry, extensions_dir)  # each file it skips is a WARNING naming it
+        logger.info("Discovered %d module(s) in %s", found.count, extensions_dir)
+        if values.get("strict_modules"):
+            refuse_problems(found, registry)
         with RedactedLogs():  # every transport: no credential in a log line (the HTTP app's lifespan does it too)
             serve(registry, transport=transport, **values)
+    except (DiscoveryError, ModuleProblemsError) as exc:
+        _fail(str(exc), EXIT_STARTUP)
     except SettingError as exc:
         _fail(f"{flag_of(exc.field)}: {exc}", EXIT_INVALID)
     except ValueError as exc:

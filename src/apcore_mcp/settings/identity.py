@@ -1,4 +1,5 @@
-"""Who the server says it is, and which modules of the registry it serves: name, version, tags, prefix."""
+"""Who the server says it is, and which modules of the registry it serves: name, version, tags, prefix,
+and whether a module that cannot be served stops the start-up."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ class IdentitySettings:
         None, "serve only modules carrying all these tags", group="filters", kind="list", metavar="TAG[,TAG]"
     )
     prefix: str | None = option(None, "serve only modules whose id starts with this", group="filters")
+    # -- modules ---------------------------------------------------------------------------------
+    strict_modules: bool = option(
+        False,
+        "a module that cannot be served (a file discovery skips, no input schema, a schema that cannot be "
+        "rendered, a definition that fails) stops the start-up, all such problems listed "
+        "(default: a WARNING naming each, and the other modules served)",
+        group="modules",
+        kind="bool",
+    )
 
     def server_version(self) -> str:
         return self.version or __version__

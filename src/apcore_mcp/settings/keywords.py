@@ -16,6 +16,7 @@ class SettingsOptions(TypedDict, total=False):
     version: str | None
     tags: tuple[str, ...] | list[str] | None
     prefix: str | None
+    strict_modules: bool
     host: str
     port: int
     allowed_hosts: tuple[str, ...] | list[str]
