@@ -389,13 +389,14 @@ def test_a_route_rule_on_the_old_toolset_paths_guards_the_new_ones() -> None:
 
 def test_valid_names_are_kept_and_others_made_valid_and_distinct() -> None:
     assert module_id("github", "create_issue") == "github.create_issue"
-    ids = module_ids("My-Server", ["Get-File", "get_file", "9lives", "a.b", "x" * 300])
-    assert ids["get_file"].endswith(".get_file")
+    ids = module_ids(server_segment("My-Server"), ["Get-File", "get_file", "9lives", "a.b", "x" * 300])
+    assert ids["get_file"] == "my_server.get_file"  # a valid name is kept, beside one that maps to it
+    assert ids["9lives"] == "my_server.t_9lives" and ids["a.b"] == "my_server.a_b"
     assert len(set(ids.values())) == len(ids)
     for value in ids.values():
         first, second = value.split(".")
         assert SEGMENT.match(first) and SEGMENT.match(second) and len(value) <= MAX_ID_LENGTH
-    assert module_ids("My-Server", ["Get-File"]) == {"Get-File": ids["Get-File"]}  # stable: other tools do not matter
+    assert module_ids("my_server", ["Get-File"]) == {"Get-File": "my_server.get_file"}  # alone: no hash needed
 
 
 def test_reserved_first_segments_and_clashes() -> None:

@@ -27,7 +27,7 @@ from apcore_mcp.context import InputRequired, call_context, report_progress, req
 from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
-from apcore_mcp.upstream.names import module_ids
+from apcore_mcp.upstream.names import module_ids, server_segment
 
 logger = logging.getLogger(__name__)
 
@@ -99,8 +99,10 @@ def principal_of(context: Context, sharing: str) -> str | None:
 class UpstreamSource:
     """One upstream server's tools in ``registry`` (see the module doc)."""
 
-    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Registry) -> None:
+    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Registry, *, segment: str | None = None) -> None:
         self.spec = spec
+        self.segment = segment or server_segment(spec.name)
+        """The first segment of this server's module ids (``names.server_segments`` over the config)."""
         self.pool = pool
         self.registry = registry
         self._lease: Lease | None = None
@@ -117,6 +119,14 @@ class UpstreamSource:
     @property
     def module_ids(self) -> tuple[str, ...]:
         return tuple(sorted(self._modules))
+
+    def renamed(self) -> dict[str, dict[str, str]]:
+        """``{module id: {"server", "tool"}}`` for each tool whose id is not ``<server>.<tool>`` as named upstream."""
+        return {
+            module_id: {"server": self.name, "tool": module.tool_name}
+            for module_id, module in sorted(self._modules.items())
+            if module_id != f"{self.name}.{module.tool_name}"
+        }
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -177,7 +187,7 @@ class UpstreamSource:
 
     def _sync(self, tools: list[types.Tool]) -> None:
         listed = {tool.name: tool for tool in tools}
-        ids = module_ids(self.name, listed)
+        ids = module_ids(self.segment, listed)
         wanted = {ids[name]: tool for name, tool in listed.items()}
         for module_id, module in list(self._modules.items()):
             tool = wanted.get(module_id)

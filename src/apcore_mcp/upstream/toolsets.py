@@ -23,6 +23,7 @@ from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec,
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.module import upstream_server_of
+from apcore_mcp.upstream.names import server_segments
 from apcore_mcp.upstream.source import UpstreamSource
 
 __all__ = ["Switch", "UpstreamRuntime", "servers_needed", "toolset_filter", "upstream_server_of"]
@@ -80,9 +81,11 @@ class UpstreamRuntime:
             else:
                 needed = servers_needed(config, toolsets)
             switch = Switch()
+            firsts = server_segments([*config.servers, *config.skipped])
             for name, source in list(self.sources.items()):
                 spec = config.servers.get(name)
-                if name in needed and spec is not None and spec.key == source.spec.key:
+                same_ids = source.segment == firsts.get(name)
+                if name in needed and spec is not None and spec.key == source.spec.key and same_ids:
                     source.update_spec(spec)
                     switch.kept.append(name)
                     continue
@@ -92,7 +95,7 @@ class UpstreamRuntime:
             to_start = [config.servers[name] for name in needed if name not in self.sources]
             async with anyio.create_task_group() as starting:
                 for spec in to_start:
-                    starting.start_soon(self._mount, spec, switch)
+                    starting.start_soon(self._mount, spec, firsts[spec.name], switch)
             self.config = config
             self.failed = dict(switch.failed)
             for name, reason in config.skipped.items():
@@ -100,8 +103,8 @@ class UpstreamRuntime:
             _log(switch)
             return switch
 
-    async def _mount(self, spec: ServerSpec, switch: Switch) -> None:
-        source = UpstreamSource(spec, self.pool, self.registry)
+    async def _mount(self, spec: ServerSpec, segment: str, switch: Switch) -> None:
+        source = UpstreamSource(spec, self.pool, self.registry, segment=segment)
         try:
             await source.open()
         except UpstreamError as exc:
@@ -132,10 +135,15 @@ class UpstreamRuntime:
                 await source.close()
 
     def status(self) -> dict[str, Any]:
-        """For readiness detail: mounted servers with their tool counts, and failed ones with the reason."""
+        """For readiness detail: mounted servers with their tool counts, failed ones with the reason,
+        and ``renamed``: each tool whose id differs from ``<server>.<tool>`` -> the server and tool it calls."""
+        renamed = {
+            module_id: origin for source in self.sources.values() for module_id, origin in source.renamed().items()
+        }
         return {
             "mounted": {name: len(source.module_ids) for name, source in sorted(self.sources.items())},
             "failed": dict(sorted(self.failed.items())),
+            "renamed": dict(sorted(renamed.items())),
             "pool": self.pool.status(),
         }
 
