@@ -232,7 +232,7 @@ def test_stdio_stdout_carries_only_json_rpc(extensions: Path) -> None:
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     assert json.loads(messages[2]["result"]["content"][0]["text"]) == {"ok": True}
     assert "stray print from a module" in stderr
-    assert "apcore-mcp server started: 2 tools registered, transport=stdio" in stderr
+    assert "apcore-mcp server started, serving 2 tools over stdio: 2 local" in stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -12,6 +12,7 @@ from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
+from apcore_mcp.run.started import tools_line
 from apcore_mcp.run.version import version_line
 from apcore_mcp.settings import Settings, SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
@@ -72,7 +73,7 @@ def serve(
         bridge = Bridge.build(registry_or_executor, settings)
         warn_if_deprecated(transport)
         server = make_http_server(create_app(bridge=bridge), bridge)
-        _log_started(bridge, transport)
+        server.on_started = partial(_log_started, bridge, transport)  # once the lifespan mounted upstreams
         logger.info("Listening on http://%s:%d (MCP at /mcp, SSE at /sse)", settings.host, settings.port)
         server.run(sockets=[sock])
     finally:
@@ -87,4 +88,4 @@ def warn_if_deprecated(transport: str) -> None:
 def _log_started(bridge: Bridge, transport: str) -> None:
     identity = bridge.settings
     logger.info("%s; clients see server %r version %s", version_line(), identity.name, identity.server_version())
-    logger.info("apcore-mcp server started: %d tools registered, transport=%s", len(bridge.catalog), transport)
+    logger.info("apcore-mcp server started, %s", tools_line(bridge, transport))

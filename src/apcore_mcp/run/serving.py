@@ -78,11 +78,18 @@ class HttpServer(uvicorn.Server):
         self.drain_seconds = drain_seconds
         self.on_stopping = on_stopping
         self.end_listens = end_listens
+        self.on_started: Callable[[], None] | None = None
+        """Run once serving has started (the lifespan, upstream mounts included, is done)."""
         self._sockets: list[socket.socket] = []
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._sockets = list(sockets or [])
         await super().serve(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_started is not None:
+            self.on_started()
 
     def listen_hosts(self) -> list[str]:
         """The addresses this server's sockets are bound to (its ``host`` before it has any)."""
