@@ -11,6 +11,7 @@ makes them a start failure, ``settings.strict_modules``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Sequence
@@ -69,10 +70,15 @@ def shown_path(path: str | Path) -> str:
 
 
 def source_file(module: object) -> str | None:
-    """The file of the user's code behind ``module`` (its class's ``execute``, or the function itself)."""
-    target = module if inspect.isfunction(module) else getattr(type(module), "execute", None)
+    """The file of the user's code behind ``module``: the function itself, else its class's ``execute``
+    or, failing that, the class (a class apcore loaded from a file is not in ``sys.modules``)."""
+    owner = module if inspect.isclass(module) else type(module)
+    target = module if inspect.isfunction(module) else getattr(owner, "execute", None)
     code = getattr(inspect.unwrap(target), "__code__", None) if callable(target) else None
     filename = getattr(code, "co_filename", None)
+    if filename is None:
+        with contextlib.suppress(TypeError, OSError):
+            filename = inspect.getsourcefile(owner)
     if not isinstance(filename, str) or filename.startswith(_OWN_CODE) or filename.startswith("<"):
         return None
     return shown_path(filename)
