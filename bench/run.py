@@ -141,6 +141,23 @@ def run(
     return report
 
 
+def load_report(path: Path) -> dict[str, Any]:
+    """The report of an earlier run.
+
+    Raises:
+        SystemExit: no readable report at ``path``, with one line saying so (exit status 1).
+    """
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SystemExit(f"no results at {path}: run python -m bench first (or --output to write them there)") from None
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read results at {path}: {exc}") from None
+    if not isinstance(report, dict) or not {"rows", "machine", "seconds"} <= report.keys():
+        raise SystemExit(f"{path} is not a report of python -m bench")
+    return report
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, short durations")
@@ -161,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     if args.show is not None:
-        report = json.loads(args.show.read_text())
+        report = load_report(args.show)
     else:
         report = run(
             args.only,
