@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import logging
+import os
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ _MODULE_CLASS = (
     "apcore discovers one class per file with input_schema and output_schema "
     "(pydantic BaseModel classes) and an execute method"
 )
+_SCHEMAS = ("input_schema", "output_schema")
+_SKIPPED_DIRS = ("__pycache__", "node_modules")  # as apcore's scanner
 _STAGES = {
     "Module '%s' failed validation: %s": "it is not a valid module: {0}",
     "Skipping discovered module with invalid ID '%s': %s": (
@@ -81,7 +84,7 @@ def discover(registry: Any, extensions_dir: str | Path) -> Discovery:
             count = int(registry.discover())
         except ModuleError as exc:
             raise DiscoveryError(f"cannot discover {root}: {exc.message}") from None
-    problems = _problems(records, registry, root, files)
+    problems = _problems(records, registry, root, files) + _links(root)
     for problem in problems:
         logger.warning("Module not served: %s", problem)
     return Discovery(count, tuple(problems))
@@ -147,6 +150,19 @@ def _problems(
     return problems
 
 
+def _links(root: Path) -> list[ModuleProblem]:
+    """Symbolic links below ``root``, which apcore's scanner passes over without a word (it follows none)."""
+    found = []
+    for folder, dirs, names in os.walk(root):  # never enters a linked directory either
+        dirs[:] = [name for name in dirs if not name.startswith((".", "_")) and name not in _SKIPPED_DIRS]
+        for name in [*dirs, *(name for name in names if name.endswith(".py") and not name.startswith((".", "_")))]:
+            path = Path(folder) / name
+            if path.is_symlink():
+                reason = "it is a symbolic link, which apcore does not follow: nothing there is discovered"
+                found.append(ModuleProblem(reason, None, _shown(root, path, resolve=False)))
+    return found
+
+
 def _release(record: logging.LogRecord) -> None:
     """A held-back record that is not about a skipped file, logged as apcore would have."""
     source = logging.getLogger(record.name)
@@ -191,7 +207,14 @@ def _load_reason(error: ModuleLoadError, path: Path) -> str:
     reason = str(error.details.get("reason", error.message))
     cause = error.__cause__
     if reason.startswith("Failed to import module") and cause is not None:
-        return f"it cannot be imported: {_where(cause, path)}{type(cause).__name__}: {cause}"
+        said = f"it cannot be imported: {_where(cause, path)}{type(cause).__name__}: {cause}"
+        if isinstance(cause, KeyError) and str(cause.args[0] if cause.args else "").startswith("apcore_ext_"):
+            # apcore runs the file without adding it to sys.modules; pydantic looks its module up there.
+            said += (
+                " (apcore imports a module file without adding it to sys.modules, and pydantic needs it there "
+                "to build a generic model such as RootModel[...]: define that model in an importable package)"
+            )
+        return said
     if reason == "No Module subclass found in file":
         return "no module class in it: " + _MODULE_CLASS + _hints(path) + f" ({DOCS_HINT})"
     if reason.startswith("Ambiguous entry point"):
@@ -227,9 +250,8 @@ def _hints(path: Path) -> str:
                 f"; `{node.name}` is a @module-decorated function, which apcore does not discover from a file: "
                 "write it as a class"
             )
-        if isinstance(node, ast.ClassDef) and (dicts := _dict_schemas(node)):
-            declared = " and ".join(dicts)
-            hints.append(f"; class `{node.name}` declares {declared} as a dict: discovery needs pydantic models")
+        if isinstance(node, ast.ClassDef):
+            hints.extend(_class_hints(node))
     return "".join(hints)
 
 
@@ -252,9 +274,17 @@ def _assigned(node: ast.ClassDef) -> dict[str, ast.expr | None]:
     return values
 
 
-def _dict_schemas(node: ast.ClassDef) -> list[str]:
+def _class_hints(node: ast.ClassDef) -> list[str]:
+    """A class that looks meant as the module: schemas given as dicts, or missing beside an ``execute``."""
     values = _assigned(node)
-    return [name for name in ("input_schema", "output_schema") if isinstance(values.get(name), ast.Dict)]
+    dicts = [name for name in _SCHEMAS if isinstance(values.get(name), ast.Dict)]
+    if dicts:
+        return [f"; class `{node.name}` declares {' and '.join(dicts)} as a dict: discovery needs pydantic models"]
+    methods = {item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)}
+    missing = [name for name in _SCHEMAS if name not in values]
+    if "execute" in methods and missing:
+        return [f"; class `{node.name}` has an execute method but no {' and no '.join(missing)} of its own"]
+    return []
 
 
 def _module_classes(path: Path) -> list[str]:
@@ -262,9 +292,7 @@ def _module_classes(path: Path) -> list[str]:
     if tree is None:
         return []
     return [
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and {"input_schema", "output_schema"} <= _assigned(node).keys()
+        node.name for node in tree.body if isinstance(node, ast.ClassDef) and set(_SCHEMAS) <= _assigned(node).keys()
     ]
 
 
@@ -276,9 +304,11 @@ def _below(root: Path, candidate: str | Path) -> bool:
     return True
 
 
-def _shown(root: Path, path: Path) -> str:
+def _shown(root: Path, path: Path, *, resolve: bool = True) -> str:
     """``path`` as below ``root`` as the operator spelled it (``extensions/demo/echo.py``)."""
     try:
+        if not resolve:
+            return str(root / path.relative_to(root))
         return str(root / path.resolve().relative_to(root.resolve()))
     except ValueError:
         return str(path)
