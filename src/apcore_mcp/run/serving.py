@@ -28,6 +28,7 @@ from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
 from apcore_mcp.run.protocol import TimedH11Protocol
 from apcore_mcp.run.stdin import stdin_lines
+from apcore_mcp.run.stdio_drain import answering_before_eof
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +255,10 @@ async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Ca
         async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
             if stdin is not None:
                 stdin.attach(write_stream)  # answers to malformed lines go out in order with the rest
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # A client that closes stdin right after its requests still gets every answer (bounded).
+            seconds = bridge.settings.shutdown_timeout
+            async with answering_before_eof(read_stream, write_stream, seconds) as (reads, writes):
+                await server.run(reads, writes, server.create_initialization_options())
         tasks.cancel_scope.cancel()
 
 
