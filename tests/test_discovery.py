@@ -113,6 +113,7 @@ BROKEN: dict[str, str] = {
                 return inputs
     """,
     "Bad-Name.py": GOOD,
+    "system/tool.py": GOOD,
     "needs_args.py": """
         from pydantic import BaseModel
 
@@ -183,7 +184,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "no_input.py": ("no_input", "class `NoInput` has an execute method but no input_schema of its own"),
     "two_classes.py": ("two_classes", "more than one module class in it (First, Second)"),
     "no_description.py": ("no_description", "it is not a valid module: Missing or empty description"),
-    "Bad-Name.py": ("Bad-Name", "its module id (the file's path, / becoming .) is not valid"),
+    "Bad-Name.py": ("Bad-Name", "its module id (the file's path, / becoming .) is not valid, rename the file: "),
+    "system/tool.py": ("system.tool", "rename the file: Module ID contains reserved word: 'system'"),
     "needs_args.py": ("needs_args", "its class cannot be built with no arguments: NeedsArgs.__init__() missing"),
     "callable_field.py": ("callable_field", "its definition cannot be built: PydanticInvalidForJsonSchema"),
     "tree.py": ("tree", "its schema cannot be rendered as MCP JSON Schema: ValueError: Circular reference: Node"),

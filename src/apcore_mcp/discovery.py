@@ -43,8 +43,7 @@ _SKIPPED_DIRS = ("__pycache__", "node_modules")  # as apcore's scanner
 _STAGES = {
     "Module '%s' failed validation: %s": "it is not a valid module: {0}",
     "Skipping discovered module with invalid ID '%s': %s": (
-        "its module id (the file's path, / becoming .) is not valid: ids are lowercase letters, digits and _, "
-        "in dot-separated parts each starting with a letter: rename the file"
+        "its module id (the file's path, / becoming .) is not valid, rename the file: {0}"
     ),
     "Skipping module '%s': %s": "{0}",
     "Failed to instantiate module '%s': %s": "its class cannot be built with no arguments: {0}",
