@@ -11,6 +11,10 @@ No message from an upstream is read past ``max_message_bytes``: over stdio a lar
 the connection (the server is restarted on next use); over Streamable HTTP a larger JSON body
 fails its request (SSE events are bounded by the SDK's own ``max_sse_event_size``).
 
+When a stdio upstream's process goes away (it exited, or failed the handshake), what is
+reported (the log, ``/ready``, the error of a call that hit it) says why: its command, its exit
+code and its last stderr lines (``upstream.exits``), redacted.
+
 Requests the upstream sends back during a call (elicitation, sampling) are answered through
 the call's ``Asker``. In the 2026-07-28 era they arrive as input-required rounds of that very
 call; in the handshake era they arrive on the connection with nothing naming the call, so
@@ -25,7 +29,7 @@ import contextvars
 import itertools
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TextIO
@@ -44,6 +48,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from apcore_mcp.redaction import redact
 from apcore_mcp.upstream.config import ServerSpec
 from apcore_mcp.upstream.errors import (
     ConnectionLost,
@@ -54,6 +59,7 @@ from apcore_mcp.upstream.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from apcore_mcp.upstream.exits import ProcessTrace, exit_detail
 from apcore_mcp.upstream.expand import Redactor
 from apcore_mcp.upstream.remote import MAX_MESSAGE_BYTES, TOO_LARGE_TEXT, remote_transport
 from apcore_mcp.upstream.stdio import WireFault, WireStats, stdio_transport
@@ -62,6 +68,8 @@ logger = logging.getLogger(__name__)
 
 MAX_INPUT_ROUNDS = 8
 _SESSION_LOST = ("session not found", "session terminated")
+EXIT_WAIT_SECONDS = 3.0
+"""How long a call whose connection closed waits for the process to be reaped, to say why it ended."""
 _SSE_TOO_LARGE_TEXT = "byte limit"
 """In the SDK's ``CONNECTION_CLOSED`` for an SSE event over ``max_sse_event_size``."""
 
@@ -96,6 +104,9 @@ class Connection:
         self._stop = anyio.Event()
         self._done = anyio.Event()
         self._failure = ""
+        self._requested = False
+        """``stop()`` was called: the end that follows is ours, not a failure."""
+        self._trace = ProcessTrace()
         self._scope = anyio.CancelScope()
         self._askers: dict[int, Asker | None] = {}
         self._ids = itertools.count()
@@ -144,6 +155,7 @@ class Connection:
 
     async def stop(self) -> None:
         """Stop the connection (and the child process) and wait until it is gone."""
+        self._requested = True
         self._stop.set()
         await self._done.wait()
 
@@ -170,7 +182,10 @@ class Connection:
                         await self._stop.wait()
                         inner.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - a background task's edge: report, never crash the pool
-            self._failure = self._redactor.redact(_describe(exc))
+            self._failure = "; ".join(filter(None, [self._redact(_describe(exc)), self.exit_detail()]))
+        else:
+            if not self._requested and not self._failure:
+                self._failure = self.exit_detail()  # the process went away by itself
         finally:
             self._client = None
             self._done.set()
@@ -178,6 +193,15 @@ class Connection:
             logger.warning("Upstream %r: %s", self.spec.name, self._failure)
         else:
             logger.info("Upstream %r stopped", self.spec.name)
+
+    def exit_detail(self) -> str:
+        """The command, exit code and last stderr lines of a stdio process that has exited; else ``""``."""
+        if self.spec.transport != "stdio" or self.spec.command is None:
+            return ""
+        return exit_detail(self.spec.command, self.spec.args, self._trace, self._redact)
+
+    def _redact(self, text: str) -> str:
+        return redact(self._redactor.redact(text))
 
     def _open_transport(self, errlog: TextIO) -> Transport:
         if self.spec.transport != "stdio":
@@ -188,6 +212,8 @@ class Connection:
             max_message_bytes=self._max_message_bytes,
             stats=self.stats,
             on_fault=self._on_fault,
+            trace=self._trace,
+            redact=self._redact,
         )
 
     def _on_fault(self, detail: str) -> None:
@@ -222,7 +248,7 @@ class Connection:
         client = self._live_client()
         tools: list[types.Tool] = []
         cursor: str | None = None
-        with self._errors():
+        async with self._errors():
             for _page in range(1000):
                 result = await client.list_tools(cursor=cursor)
                 tools.extend(result.tools)
@@ -245,7 +271,7 @@ class Connection:
         try:
             responses: dict[str, Any] | None = None
             state: str | None = None
-            with self._errors():
+            async with self._errors():
                 for answered in range(MAX_INPUT_ROUNDS + 1):  # the first call, then one per round answered
                     result = await session.call_tool(
                         name,
@@ -274,12 +300,14 @@ class Connection:
             raise ConnectionLost(self.spec.name, f"upstream {self.spec.name!r} is not connected")
         return client
 
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def _errors(self) -> AsyncIterator[None]:
         """The SDK's errors as upstream errors (one mapping for every request)."""
         try:
             yield
         except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED and self.spec.transport == "stdio":
+                await self._ended()  # so that the error can say how the process ended
             raise self._translate(exc) from None
         except ValidationError:
             self.stats.malformed += 1
@@ -288,6 +316,11 @@ class Connection:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, httpx2.TransportError) as exc:
             self._stop.set()
             raise ConnectionLost(self.spec.name, f"upstream {self.spec.name!r}: {type(exc).__name__}") from None
+
+    async def _ended(self) -> None:
+        self._stop.set()
+        with anyio.move_on_after(EXIT_WAIT_SECONDS):
+            await self._done.wait()
 
     def _translate(self, exc: MCPError) -> UpstreamError:
         name, code, text = self.spec.name, exc.error.code, exc.error.message
@@ -309,7 +342,8 @@ class Connection:
             return SessionLost(name, f"upstream {name!r} no longer knows the session")
         if code == types.CONNECTION_CLOSED:
             self._stop.set()
-            return ConnectionLost(name, f"upstream {name!r} closed the connection")
+            why = self.exit_detail()
+            return ConnectionLost(name, f"upstream {name!r} closed the connection" + (f": {why}" if why else ""))
         if code == types.REQUEST_TIMEOUT:
             return UpstreamTimeout(name, f"upstream {name!r} did not answer within {self.spec.timeout:g}s")
         return UpstreamError(name, f"upstream {name!r} answered error {code}", upstream_code=code)

@@ -1,7 +1,9 @@
 """What can go wrong with an upstream, as apcore ``ModuleError``s (so middleware and metrics see failures).
 
-Messages name the server and what happened, never a command line, URL, header or variable
-value: they reach logs, and the MCP edge shows the code (``Module error: UPSTREAM_...``).
+Messages name the server and what happened, never a URL, header or variable value: they reach
+logs and ``/ready``, and the MCP edge shows the code only (``Module error: UPSTREAM_...``). A
+stdio process that exited is described by its command line, exit code and last stderr lines,
+redacted (``upstream.exits``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@ traceback for each line it cannot parse. This transport yields the same pair of
   otherwise; a line that is not JSON-RPC at all fails nothing. Each is counted in
   ``WireStats`` and logged through a ``LogThrottle`` (once, then a count per interval).
 
-The process runs in a session (process group) of its own with its stderr on ``errlog``.
+The process runs in a session (process group) of its own; its stderr is copied to ``errlog``
+line by line through ``redact`` (values the config took from the environment are masked) and
+through ``trace`` (which keeps the last bytes), and ``trace`` gets the exit code once the
+process is reaped: that is how a failed upstream says why (``upstream.exits``).
 Stopping follows the SDK's order: stdin closed, ``EXIT_GRACE`` to leave, then SIGTERM and
 SIGKILL to the group, reaped.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
@@ -54,6 +58,7 @@ from pydantic import ValidationError
 
 from apcore_mcp.log_throttle import LogThrottle
 from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.exits import ProcessTrace
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +68,8 @@ EXIT_GRACE = 2.0
 KILL_GRACE = 2.0
 REAP_SECONDS = 2.0
 FLUSH_SECONDS = 0.5
+ERRLOG_LINE_BYTES = 64 * 1024
+"""The longest stderr line held whole (to be redacted whole) before it is written in pieces."""
 RECENT_IDS = 1024
 """Answered request ids remembered, so that a late reply is told from one under an id never sent."""
 LONG_LIVED = frozenset({"subscriptions/listen"})
@@ -103,6 +110,8 @@ async def stdio_transport(
     max_message_bytes: int,
     stats: WireStats,
     on_fault: Callable[[str], None],
+    trace: ProcessTrace | None = None,
+    redact: Callable[[str], str] = str,
 ) -> AsyncIterator[Streams]:
     """Start ``spec``'s command and yield (read stream, write stream) for a ``ClientSession``.
 
@@ -110,22 +119,26 @@ async def stdio_transport(
         OSError: the command could not be started.
     """
     assert spec.command is not None
+    trace = trace if trace is not None else ProcessTrace()
     process = await anyio.open_process(
         [spec.command, *spec.args],
         env=get_default_environment() | dict(spec.env),
-        stderr=errlog,
+        stderr=subprocess.PIPE,
         cwd=spec.cwd,
         start_new_session=True,
     )
     # No await until the task group is entered: a cancellation in the gap would leak the process.
     assert process.stdin is not None
     assert process.stdout is not None
+    assert process.stderr is not None
     sink, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
     wire = _Wire(spec.name, sink, max_message_bytes, stats, on_fault)
+    stderr_done = anyio.Event()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(wire.pump, process.stdout)
         tasks.start_soon(wire.write, process.stdin, outgoing)
+        tasks.start_soon(_copy_stderr, process.stderr, _ErrLog(errlog, redact), trace, stderr_done)
         try:
             yield read_stream, write_stream
         finally:
@@ -134,10 +147,57 @@ async def stdio_transport(
                 write_stream.close()
                 with anyio.move_on_after(FLUSH_SECONDS):
                     await wire.writer_done.wait()
-                await _stop(process)
+                await _stop(process, stderr_done)
+                trace.returncode = process.returncode
                 for stream in (sink, outgoing):
                     stream.close()
             tasks.cancel_scope.cancel()
+
+
+class _ErrLog:
+    """The upstream's stderr written to ``errlog`` line by line, each line through ``redact``.
+
+    A line is held until its newline, at most ``ERRLOG_LINE_BYTES``: a longer one is written in pieces.
+    """
+
+    def __init__(self, errlog: TextIO, redact: Callable[[str], str]) -> None:
+        self._errlog = errlog
+        self._redact = redact
+        self._partial = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self._partial += chunk
+        end = self._partial.rfind(b"\n")
+        if end >= 0:
+            self._emit(bytes(self._partial[: end + 1]))
+            del self._partial[: end + 1]
+        if len(self._partial) > ERRLOG_LINE_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._partial:
+            self._emit(bytes(self._partial))
+            self._partial.clear()
+
+    def _emit(self, data: bytes) -> None:
+        text = "".join(self._redact(line) for line in data.decode("utf-8", errors="replace").splitlines(keepends=True))
+        with contextlib.suppress(OSError, ValueError):  # a closed or full log must not stop the copy
+            self._errlog.write(text)
+            self._errlog.flush()
+
+
+async def _copy_stderr(stderr: ByteReceiveStream, errlog: _ErrLog, trace: ProcessTrace, done: anyio.Event) -> None:
+    """The process's stderr -> ``errlog``, its last bytes kept in ``trace``, until it ends."""
+    try:
+        while True:
+            chunk = await stderr.receive()
+            trace.feed(chunk)
+            errlog.write(chunk)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass
+    finally:
+        errlog.flush()
+        done.set()
 
 
 class _Lines:
@@ -347,8 +407,12 @@ async def _discard(stdout: ByteReceiveStream) -> None:
                 await stdout.receive()
 
 
-async def _stop(process: Process) -> None:
-    """Close stdin, give the server ``EXIT_GRACE`` to leave, then SIGTERM and SIGKILL its group; reap it."""
+async def _stop(process: Process, stderr_done: anyio.Event) -> None:
+    """Close stdin, give the server ``EXIT_GRACE`` to leave, then SIGTERM and SIGKILL its group; reap it.
+
+    Once it has exited, its last stderr lines get ``FLUSH_SECONDS`` to arrive (a child that
+    inherited the pipe may hold it open) before the pipes are closed.
+    """
     assert process.stdin is not None
     assert process.stdout is not None
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -357,9 +421,13 @@ async def _stop(process: Process) -> None:
         await terminate_posix_process_tree(process, KILL_GRACE)
         if not await _exited(process, REAP_SECONDS):
             logger.warning("Upstream process %d is still alive after SIGKILL; abandoning it", process.pid)
-            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await process.stdout.aclose()
+            for pipe in (process.stdout, process.stderr):
+                with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    if pipe is not None:
+                        await pipe.aclose()
             return
+    with anyio.move_on_after(FLUSH_SECONDS):
+        await stderr_done.wait()
     with anyio.move_on_after(REAP_SECONDS):
         await process.aclose()  # closes the pipes (ending the discard) and reaps the child
 
