@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apcore import Registry, module
+from apcore import Registry
+from apcore.decorator import module
 from mcp import Client
 from pydantic import RootModel
 
@@ -291,7 +292,7 @@ def add_numbers(a: int, b: int) -> int:
     return a + b
 
 
-add: Any = module(id="add", description="Add two numbers")(add_numbers)  # what `@module(...)` above it does
+add: Any = module(id="add", description="Add two numbers")(add_numbers)  # `@module(...)` above it, unregistered
 
 
 class NoExecute:

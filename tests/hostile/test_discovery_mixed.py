@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apcore import Registry, module
+from apcore import Registry
+from apcore.decorator import module
 from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
