@@ -47,6 +47,7 @@ export MCP_CONF_DEPS=${MCP_CONF_DEPS:-$PWD/.cache/conformance}
 
 .venv/bin/mypy
 .venv/bin/ruff check .
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .cache/site  # the docs site: a broken link or page fails
 
 # Line coverage of src/ over the whole run, the servers tests start included (pyproject's
 # [tool.coverage]); the report and its floor (fail_under) come after pytest, then one closing line.

@@ -1,4 +1,4 @@
-"""The example registry the README serves: every module loads, lists and answers."""
+"""The example registry the quick start serves: every module loads, lists and answers."""
 
 from __future__ import annotations
 

@@ -11,20 +11,17 @@ import httpx
 import pytest
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
-from scripts.update_readme import render
 from starlette.applications import Starlette
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.declared import options, parameters_table
-from apcore_mcp.env import settings_from_env, settings_table
-from apcore_mcp.run.cli import cli_table
+from apcore_mcp.env import settings_from_env
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 from tests._support.sessions import running_http
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def asgi_client(app: Starlette) -> httpx.AsyncClient:
@@ -359,20 +356,10 @@ def test_a_wrong_env_setting_is_named(environ: dict[str, str], message: str) -> 
     assert str(error.value).startswith(message)
 
 
-def test_readme_tables_are_generated_from_the_settings() -> None:
-    """The flag, variable and parameter tables are exactly what scripts/update_readme.py writes."""
-    text = README.read_text()
-    assert render(text) == text
-    for table in (settings_table(), cli_table(), parameters_table()):
-        assert table in text
-    for opt in options():
-        assert f"`{opt.name}`" in parameters_table()
-
-
 def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     import app
 
-    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
+    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(REPO / "examples" / "extensions"))
     monkeypatch.setenv("APCORE_MCP_ALLOW_EXECUTE", "perhaps")
     with pytest.raises(app.SettingsError, match="APCORE_MCP_ALLOW_EXECUTE: expected true or false"):
         app.create_app()
@@ -380,6 +367,6 @@ def test_app_entry_point_names_a_wrong_setting(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", "/no/such/dir")
     with pytest.raises(app.SettingsError, match="APCORE_MCP_EXTENSIONS_DIR: not a directory"):
         app.create_app()
-    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(README.parent / "examples" / "extensions"))
+    monkeypatch.setenv("APCORE_MCP_EXTENSIONS_DIR", str(REPO / "examples" / "extensions"))
     served = app.create_app()
     assert len(served.state.bridge.catalog) == 5

@@ -1,7 +1,8 @@
 """The service started as operators start it, a process group of its own on a free 127.0.0.1 port.
 
-Three styles: the README's ``uvicorn app:create_app --factory`` command exactly as written there
-(its variables and flags), the ``apcore-mcp`` CLI, and the Dockerfile's command and environment.
+Three styles: the documented ``uvicorn app:create_app --factory`` command exactly as written in
+docs/service.md (its variables and flags; the style is still called ``readme``, where it was first
+written), the ``apcore-mcp`` CLI, and the Dockerfile's command and environment.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from apcore_mcp.testing.harness import stop_process_group
 from tests._support.deploy import REPO, clean_env, image_command, image_env
 from tests._support.processes import wait_ok
 
-README = REPO / "README.md"
+SERVICE_PAGE = REPO / "docs" / "service.md"
+"""The page that documents the uvicorn command line (``readme_command`` reads it from there)."""
 EXTENSIONS = REPO / "examples" / "extensions"
 TOOL = "text.stats"
 STYLES = ["readme", "cli", "image"]
@@ -31,10 +33,10 @@ STARTUP_SECONDS = 30
 
 
 def readme_command() -> tuple[dict[str, str], list[str]]:
-    """The variables and the argv of the README's ``uvicorn app:create_app --factory`` command line."""
-    blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", README.read_text(), re.DOTALL)
+    """The variables and the argv of the documented ``uvicorn app:create_app --factory`` command line."""
+    blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", SERVICE_PAGE.read_text(), re.DOTALL)
     lines = [line for block in blocks for line in block.splitlines() if "uvicorn app:create_app --factory" in line]
-    assert len(lines) == 1, f"README: expected one uvicorn command line in a bash block, found {lines}"
+    assert len(lines) == 1, f"{SERVICE_PAGE.name}: expected one uvicorn command line in a bash block, found {lines}"
     words = shlex.split(lines[0])
     variables: dict[str, str] = {}
     while "=" in words[0] and not words[0].startswith("-"):
@@ -59,7 +61,7 @@ def launch(
 ) -> tuple[list[str], dict[str, str]]:
     """``(argv, env)`` starting the service the ``style`` way on 127.0.0.1:``port``.
 
-    ``readme``: the README's command line; ``cli``: ``apcore-mcp``; ``image``: the Dockerfile's
+    ``readme``: the command line of docs/service.md; ``cli``: ``apcore-mcp``; ``image``: the Dockerfile's
     CMD and ENV, run from the repository root as the image runs them from ``/app``.
     """
     env = {**clean_env(), "APCORE_MCP_EXTENSIONS_DIR": str(EXTENSIONS), **settings}

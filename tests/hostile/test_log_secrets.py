@@ -1,7 +1,7 @@
 """No credential in any log line at any level, however the service is started.
 
-The service runs as a process started the README's ``uvicorn`` way (its access log on, as the
-README writes the command), the CLI way and the Dockerfile's way (its CMD and ENV), with API-key auth, an upstream whose URL and
+The service runs as a process started the documented ``uvicorn`` way (docs/service.md; its access log on, as the
+page writes the command), the CLI way and the Dockerfile's way (its CMD and ENV), with API-key auth, an upstream whose URL and
 headers take a ``${VAR}``, and logging at DEBUG everywhere. Clients then put secrets where
 logs look: a refused ``?access_token=``, other query strings, a wrong and a right bearer
 token, ``requestState`` in a 2026-07-28 call and in a legacy SSE message (whose body the SDK
@@ -99,7 +99,7 @@ async def test_no_secret_reaches_any_log_line(style: str, tmp_path: Path) -> Non
     assert "Refused a bearer token on /mcp" in text
     assert "Received JSON" in text and '"requestState":"***"' in text.replace(" ", "")  # the SDK's DEBUG dump
     assert "Upstream server 'remote' not mounted" in text or "Upstream 'remote'" in text
-    if style == "readme":  # the README's command keeps uvicorn's access log
+    if style == "readme":  # the documented command (docs/service.md) keeps uvicorn's access log
         assert "GET /mcp?access_token=*** HTTP/1.1" in text
         assert "GET /openai/tools?strict=true&api_key=*** HTTP/1.1" in text
 

@@ -19,7 +19,8 @@ from apcore_mcp.catalog import ToolCatalog
 from tests._support.hostile_modules import LONG_ID, TOO_LONG_ID, hostile_registry
 from tests._support.results import text_of
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+OPENAI_PAGE = REPO / "docs" / "openai.md"
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -112,9 +113,9 @@ def test_from_openai_call_refuses_unknown_names_and_non_objects() -> None:
         from_openai_call(name, "[1]", registry)
 
 
-def test_the_readme_round_trip_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = README.read_text()
+def test_the_documented_round_trip_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = OPENAI_PAGE.read_text()
     block = text.split("<!-- openai-round-trip -->", 1)[1].split("<!-- /openai-round-trip -->", 1)[0]
     code = block.split("```python", 1)[1].split("```", 1)[0]
-    monkeypatch.chdir(README.parent)
-    exec(compile(code, "README.md", "exec"), {})
+    monkeypatch.chdir(REPO)
+    exec(compile(code, str(OPENAI_PAGE.relative_to(REPO)), "exec"), {})

@@ -1,6 +1,6 @@
 """Forwarded headers name the client only when a listed proxy sent them: per-caller limits count real callers.
 
-The service runs as operators start it: the README's ``uvicorn app:create_app --factory``
+The service runs as operators start it: the documented ``uvicorn app:create_app --factory`` (docs/service.md)
 command exactly as written there (its variables and flags), the ``apcore-mcp`` CLI, and the
 Dockerfile's command and environment; each a process of its own on a free 127.0.0.1 port. Without ``forwarded_allow_ips`` a client on
 127.0.0.1 writing a new ``X-Forwarded-For``/``Forwarded`` into each request is still one caller

@@ -113,7 +113,7 @@ async def test_heads_within_the_limit_pass_whole_or_trickled() -> None:
 
 @contextlib.contextmanager
 def process_server(way: str, tmp_path: Path) -> Iterator[str]:
-    """The examples served by our CLI (``python -m apcore_mcp``) or by plain uvicorn (the README's command)."""
+    """The examples served by our CLI (``python -m apcore_mcp``) or by plain uvicorn (the command of docs/service.md)."""
     port = free_port()
     env = {**clean_env(), "APCORE_MCP_EXTENSIONS_DIR": str(EXAMPLES)}
     if way == "cli":

@@ -1,0 +1,468 @@
+"""Every fenced block of README.md and docs/ is accounted for, and the runnable ones run as written.
+
+A block is accounted for when one of these holds:
+
+- an HTML comment right before it says ``<!-- not run: REASON -->`` (a reason is required);
+- a comment right before it says ``<!-- run by: PATH -->`` (the colon may be left out): the test
+  file PATH runs it and names the page, or ``<!-- run by: tests/test_docs.py#ID -->``: a test of
+  this file runs it;
+- it is a ``# file:`` or ``# run:`` block of docs/testing.md (tests/test_testing_docs.py runs those);
+- it is an unmarked ``python`` block: ``test_an_unmarked_python_block_runs`` runs it from the
+  repository root, as a script whose stdin is closed;
+- it is an unmarked ``json`` block (parsed; an ``mcpServers`` document is checked by the upstream
+  config checker) or ``yaml`` block (parsed).
+
+The blocks run here use the documented command lines as written, with only the port changed to a
+free one on 127.0.0.1; every server is a process group of its own, stopped after its test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from mcp import Client
+from scripts.update_docs import TABLES, stale_pages
+
+from apcore_mcp.declared import options
+from apcore_mcp.settings import Settings
+from apcore_mcp.testing import RunningServer, command_server, start_server
+from apcore_mcp.upstream.config import parse_config
+
+from tests._support.browser import launched_browser
+from tests._support.results import text_of
+from tests._support.upstreams import stdio_entry
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+README = REPO / "README.md"
+BIN = Path(sys.executable).parent
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<lang>[\w+-]*)\s*$")
+COMMENT = re.compile(r"^\s*<!--\s*(?P<text>.*?)\s*-->\s*$")
+RUN_HERE = {
+    "quickstart",
+    "first-client",
+    "serving-http",
+    "metrics-curl",
+    "openai-curl",
+    "embedding",
+    "upstream-cli",
+    "request-state-keys",
+    "update-docs",
+}
+"""The ids of ``<!-- run by: tests/test_docs.py#ID -->``: each is run by a test below."""
+README_SET_UP = [
+    "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt . && .venv/bin/apcore-mcp "
+    "--extensions-dir examples/extensions --transport streamable-http",
+    "bash scripts/test.sh",
+]
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int
+    lang: str
+    body: str
+    comments: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+    @property
+    def first_line(self) -> str:
+        return self.body.split("\n", 1)[0]
+
+    def marker(self, kind: str) -> str | None:
+        """What follows ``kind:`` (or ``kind``) in a comment right before the block, if one says it."""
+        for comment in self.comments:
+            found = re.match(rf"{kind}:?\s+(.*)$|{kind}:$", comment)
+            if found:
+                return (found.group(1) or "").strip()
+        return None
+
+
+def pages() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def blocks_of(page: Path) -> Iterator[Block]:
+    lines = page.read_text().split("\n")
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        comments: list[str] = []
+        back = index - 1
+        while back >= 0 and (comment := COMMENT.match(lines[back])):
+            comments.insert(0, comment.group("text"))
+            back -= 1
+        fence, body, opened = opening.group("fence"), [], index
+        index += 1
+        while index < len(lines) and lines[index].strip() != fence:
+            body.append(lines[index].removeprefix(opening.group("indent")))
+            index += 1
+        assert index < len(lines), f"{page}: the block opened by {opening.group(0)!r} is never closed"
+        yield Block(page, opened + 1, opening.group("lang"), "\n".join(body) + "\n", comments)
+        index += 1
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in pages() for block in blocks_of(page)]
+
+
+def marked(block_id: str) -> list[Block]:
+    """The blocks marked ``run by: tests/test_docs.py#<block_id>``."""
+    found = [block for block in all_blocks() if block.marker("run by") == f"tests/test_docs.py#{block_id}"]
+    assert found, f"no block is marked run by tests/test_docs.py#{block_id}"
+    return found
+
+
+def one(block_id: str, lang: str = "bash") -> Block:
+    found = [block for block in marked(block_id) if block.lang == lang]
+    assert len(found) == 1, f"{block_id}: expected one {lang} block, found {[b.where for b in found]}"
+    return found[0]
+
+
+def unmarked(lang: str) -> list[Block]:
+    return [
+        block
+        for block in all_blocks()
+        if block.lang == lang and block.marker("run by") is None and block.marker("not run") is None
+    ]
+
+
+# -- the accounting -------------------------------------------------------------------------------
+
+
+def problem_of(block: Block) -> str | None:
+    """Why ``block`` is not accounted for, or None."""
+    reason = block.marker("not run")
+    runner = block.marker("run by")
+    if reason is not None:
+        return None if reason else "a 'not run:' marker needs a reason"
+    if runner is not None:
+        path, _, block_id = runner.partition("#")
+        if not (REPO / path).is_file():
+            return f"run by {path}: no such file"
+        if block_id:
+            if path != "tests/test_docs.py" or block_id not in RUN_HERE:
+                return f"run by {runner}: no test of tests/test_docs.py runs the id {block_id!r}"
+            return None
+        if block.page.name not in (REPO / path).read_text():
+            return f"run by {path}: that file does not read {block.page.name}"
+        return None
+    if block.page == DOCS / "testing.md" and block.first_line.startswith(("# file: ", "# run: ")):
+        return None if "testing.md" in (REPO / "tests" / "test_testing_docs.py").read_text() else "testing.md unread"
+    if block.lang in ("python", "json", "yaml"):
+        return None  # run, or parsed and checked, below
+    return f"a {block.lang or 'plain'} block with no '<!-- not run: REASON -->' or '<!-- run by: ... -->' before it"
+
+
+def test_every_block_of_the_readme_and_the_docs_is_accounted_for() -> None:
+    found = all_blocks()
+    assert len(found) > 40
+    problems = [f"{block.where}: {problem}" for block in found if (problem := problem_of(block))]
+    assert problems == []
+
+
+def test_every_block_id_run_here_is_used_by_the_docs() -> None:
+    used = {
+        runner.partition("#")[2]
+        for block in all_blocks()
+        if (runner := block.marker("run by")) and runner.startswith("tests/test_docs.py#")
+    }
+    assert used == RUN_HERE
+
+
+def test_the_readme_is_short_and_its_set_up_commands_are_the_two_documented_ones() -> None:
+    lines = README.read_text().split("\n")
+    assert len(lines) < 250
+    commands = [block.body.strip() for block in blocks_of(README) if block.lang in ("bash", "sh", "shell")]
+    assert commands == README_SET_UP
+    quickstart = [block.body.strip() for block in marked("quickstart") if block.page != README]
+    assert README_SET_UP[0] in quickstart  # the docs' quick start is the README's, word for word
+
+
+# -- generated tables -----------------------------------------------------------------------------
+
+
+def test_the_generated_tables_are_what_scripts_update_docs_writes() -> None:
+    assert stale_pages() == []
+    for name, (page, _) in TABLES.items():
+        assert f"<!-- {name} -->" in (DOCS / page).read_text()
+
+
+def test_the_settings_table_appears_once_with_every_setting() -> None:
+    settings_page = (DOCS / "settings.md").read_text()
+    for opt in options():
+        assert settings_page.count(f"| `{opt.name}`<br>") == 1, opt.name
+    # No other page repeats it: at most a few rows naming flags or variables in a table's first cell.
+    row = re.compile(r"^\| `(--[\w-]+|APCORE_MCP_\w+)")
+    for page in pages():
+        if page.name != "settings.md":
+            rows = [line for line in page.read_text().split("\n") if row.match(line)]
+            assert len(rows) <= 5, f"{page.name} repeats the settings table: {rows[:3]}"
+
+
+# -- the site, read offline -----------------------------------------------------------------------
+
+EXTERNAL_ASSET = re.compile(
+    r"<(?:script|link|img|iframe|source|video|audio)\b[^>]*?\b(?:src|href)=[\"']?(?:https?:)?//", re.I
+)
+EXTERNAL_CSS = re.compile(r"(?:url\(|@import)\s*[\"']?(?:https?:)?//", re.I)
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as scripts/test.sh builds it (``mkdocs build --strict``), in a directory of its own."""
+    site = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [str(BIN / "mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=REPO,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        check=True,
+        timeout=300,
+    )
+    return site
+
+
+def test_the_built_site_loads_no_font_script_or_style_from_the_network(built_site: Path) -> None:
+    pages = sorted(built_site.rglob("*.html"))
+    assert len(pages) >= len(list(DOCS.rglob("*.md")))
+    found = [
+        f"{path.relative_to(built_site)}: {match.group(0)}"
+        for path in [*pages, *built_site.rglob("*.css")]
+        for match in (EXTERNAL_CSS if path.suffix == ".css" else EXTERNAL_ASSET).finditer(path.read_text())
+    ]
+    assert found == []
+    assert (built_site / "search" / "search_index.js").is_file()  # search without a server (offline plugin)
+
+
+@pytest.mark.browser
+async def test_the_built_site_is_read_and_searched_from_disk(built_site: Path) -> None:
+    async with launched_browser() as browser:
+        page = await browser.new_page()
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        await page.goto((built_site / "index.html").as_uri())
+        await page.click("a[href='quickstart.html']")
+        assert page.url.endswith("/quickstart.html")
+        await page.keyboard.press("/")
+        await page.keyboard.type("replicas", delay=20)
+        await page.wait_for_selector(".md-search-result__item", timeout=15_000)
+        assert await page.locator(".md-search-result__item").count() > 0
+    assert requested
+    assert [url for url in requested if not url.startswith("file://")] == []
+
+
+# -- unmarked blocks: run or parsed ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block", unmarked("python"), ids=lambda block: block.where)
+def test_an_unmarked_python_block_runs(block: Block) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", block.body],
+        cwd=REPO,
+        input="",  # a stdio server in the block sees its client close stdin
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+    )
+    assert done.returncode == 0, f"{block.where}\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.parametrize("block", unmarked("json"), ids=lambda block: block.where)
+def test_an_unmarked_json_block_parses_and_an_mcp_servers_file_checks(block: Block) -> None:
+    data = json.loads(block.body)
+    if "mcpServers" in data:
+        variables = set(re.findall(r"\$\{(\w+)", block.body))
+        config = parse_config(data, dict.fromkeys(variables, "x"), strict=True, source=block.where)
+        assert set(config.servers) | set(config.skipped) == set(data["mcpServers"])
+
+
+def test_every_unmarked_yaml_block_parses() -> None:
+    for block in unmarked("yaml"):
+        assert yaml.safe_load(block.body) is not None, block.where
+
+
+# -- the blocks run here --------------------------------------------------------------------------
+
+
+def clean_env() -> dict[str, str]:
+    """This environment without APCORE_MCP_* (a documented command must work without them)."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("APCORE_MCP_")}
+
+
+def venv_argv(command: str) -> list[str]:
+    """A documented command line's words, its program taken from this venv's bin/ (``.venv/bin/x`` or ``x``)."""
+    argv = shlex.split(command)
+    argv[0] = str(BIN / Path(argv[0]).name)
+    return argv
+
+
+def on_port(argv: list[str]) -> list[str]:
+    """``argv`` on a free port: its ``--port`` value, or an added one, is the harness's ``{port}``."""
+    if "--port" in argv:
+        argv = list(argv)
+        argv[argv.index("--port") + 1] = "{port}"
+        return argv
+    return [*argv, "--port", "{port}"]
+
+
+def serve(argv: list[str], workdir: Path, *, cwd: Path = REPO, health: str = "/health") -> RunningServer:
+    command = command_server(argv, cwd=cwd, env=clean_env(), health_path=health)
+    return start_server(command, "streamable-http", workdir)
+
+
+def mcp_url(server: RunningServer) -> str:
+    assert server.url is not None  # an HTTP server
+    return server.url
+
+
+def base_url(server: RunningServer) -> str:
+    assert server.base_url is not None  # an HTTP server
+    return server.base_url
+
+
+def get(command: str, server: RunningServer) -> str:
+    """What a documented ``curl URL`` command prints, against ``server`` instead of port 8000."""
+    argv = shlex.split(command.replace("http://127.0.0.1:8000", base_url(server)))
+    assert argv[0] == "curl", argv
+    url = next(word for word in argv if word.startswith("http"))
+    if shutil.which("curl"):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
+        return done.stdout
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return str(answer.read().decode())
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The quick start's server, from its command line (the venv and the install are this suite's own)."""
+    commands = {block.body.strip() for block in marked("quickstart") if not block.body.startswith("curl ")}
+    assert commands == {README_SET_UP[0]}  # the README's and the docs' are one command
+    command = README_SET_UP[0]
+    server_part = command.split("&&")[-1].strip()
+    server = serve(on_port(venv_argv(server_part)), tmp_path_factory.mktemp("quickstart"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_quick_start_serves_what_its_health_check_says(quickstart: RunningServer) -> None:
+    curls = [block for block in marked("quickstart") if block.body.startswith("curl ")]
+    readme_curl = re.search(r"`(curl http://127.0.0.1:8000/health)`", README.read_text())
+    assert readme_curl is not None  # the README says it in a sentence
+    assert curls
+    for command in [*(block.body.strip() for block in curls), readme_curl.group(1)]:
+        health = json.loads(get(command, quickstart))
+        assert health["status"] == "ok"
+        assert health["module_count"] == 5
+
+
+def test_the_first_client_lists_and_calls(quickstart: RunningServer) -> None:
+    block = one("first-client", "python")
+    code = block.body.replace("http://127.0.0.1:8000/mcp", mcp_url(quickstart))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    names, structured = done.stdout.splitlines()[:2]
+    assert "'text.stats'" in names
+    assert "'words': 5" in structured
+
+
+def test_the_metrics_command_finds_the_calls(quickstart: RunningServer) -> None:
+    block = one("metrics-curl")
+    command = block.body.strip()
+    curl, _, pattern = command.partition(" | grep ")
+    exposition = get(curl, quickstart)
+    wanted = re.compile(shlex.split(pattern)[0], re.MULTILINE)
+    assert wanted.search(exposition), exposition[:500]
+
+
+def test_the_openai_tools_command_answers(quickstart: RunningServer) -> None:
+    for block in marked("openai-curl"):
+        tools = json.loads(get(block.body.strip(), quickstart))
+        assert {tool["function"]["name"] for tool in tools} == {"text-stats", "geo-distance"}  # the tag public
+        assert all(tool["function"]["strict"] for tool in tools)
+
+
+def test_the_serving_page_http_command_serves(tmp_path: Path) -> None:
+    argv = venv_argv(one("serving-http").body.split("#", 1)[0].strip())
+    server = serve(on_port(argv), tmp_path)
+    try:
+        with urllib.request.urlopen(f"{base_url(server)}/health", timeout=10) as health:
+            assert json.loads(health.read())["module_count"] == 5
+    finally:
+        server.stop()
+
+
+async def test_the_embedding_page_runs_as_written(tmp_path: Path) -> None:
+    source = one("embedding", "python")
+    name = source.first_line.removeprefix("# file: ").strip()
+    (tmp_path / name).write_text(source.body)
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    argv = on_port(venv_argv(one("embedding").body.strip()))
+    server = serve(argv, tmp_path / "run", cwd=tmp_path, health="/tools/health")
+    try:
+        with urllib.request.urlopen(f"{base_url(server)}/", timeout=10) as home:
+            assert home.read() == b"my service"
+        async with Client(f"{base_url(server)}/tools/mcp") as client:
+            result = await client.call_tool("text.stats", {"text": "a b a"})
+        assert result.structured_content is not None
+        assert result.structured_content["words"] == 3
+        with urllib.request.urlopen(f"{base_url(server)}/tools/sse", timeout=10) as stream:
+            first_event = stream.readline() + stream.readline()
+        assert b"event: endpoint" in first_event
+        assert b"data: /tools/messages/" in first_event
+    finally:
+        server.stop()
+
+
+async def test_the_upstream_command_mounts_a_server(tmp_path: Path) -> None:
+    argv = on_port(venv_argv(one("upstream-cli").body.strip()))
+    assert argv[argv.index("--extensions-dir") + 1] == "./extensions"
+    assert argv[argv.index("--mcp-config") + 1] == "mcp.json"
+    (tmp_path / "extensions").symlink_to(REPO / "examples" / "extensions")
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"simple": stdio_entry()}}))
+    server = serve(argv, tmp_path / "run", cwd=tmp_path)
+    try:
+        async with Client(mcp_url(server)) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"text.stats", "simple.echo"} <= names
+            assert text_of(await client.call_tool("simple.echo", {"text": "hello"})) == "hello"
+    finally:
+        server.stop()
+
+
+def test_the_request_state_key_command_makes_a_key_settings_accept() -> None:
+    block = one("request-state-keys")
+    script = block.body + 'echo "$APCORE_MCP_REQUEST_STATE_KEYS"\n'
+    env = {**clean_env(), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, env=env, check=True)
+    key = done.stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{64}", key)
+    assert Settings(request_state_keys=[key]).request_state_keys == (key,)
+
+
+def test_the_update_docs_command_finds_nothing_to_write() -> None:
+    argv = venv_argv(one("update-docs").body.strip())
+    assert argv[1:] == ["scripts/update_docs.py"]
+    done = subprocess.run([*argv, "--check"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
