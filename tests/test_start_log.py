@@ -8,7 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from apcore import Registry
 
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
 
 from tests._support.named_upstream import named_entry
@@ -39,3 +42,17 @@ async def test_the_start_line_counts_upstream_tools_per_source(tmp_path: Path, t
     assert (int(total), over) == (len(names), transport)
     assert sources == f"{by_source['local']} local, 2 from upstream 'everything', {by_source['up']} from upstream 'up'"
     assert "tools registered" not in log  # the old line, counted before upstreams were mounted
+
+
+@pytest.mark.parametrize("upstreams", [True, False])
+def test_zero_local_tools_is_a_warning_only_without_upstreams(
+    tmp_path: Path, upstreams: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every tool may come from upstream servers, mounted after the bridge is built: no 'zero tools' then."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"up": stdio_entry("--tools", "1")}}))
+    settings = Settings(mcp_config=str(config)) if upstreams else Settings()
+    with caplog.at_level("WARNING", logger="apcore_mcp"):
+        Bridge.build(Registry(), settings)
+    warned = any("zero tools" in record.getMessage() for record in caplog.records)
+    assert warned is not upstreams

@@ -221,7 +221,8 @@ class Bridge:
             limits=limits,
             authorization=authorization,
         )
-        if not len(catalog) and not catalog.resource_records():
+        # Upstream tools mount when the service starts, after this: the start line counts them.
+        if not len(catalog) and not catalog.resource_records() and upstream_config is None:
             logger.warning("No modules registered; server starting with zero tools")
         bridge._warn_about_approval(registry_or_executor)
         return bridge
