@@ -113,7 +113,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         anyio.run(run_stdio, server)
         return
-    uvicorn.run(build_app(server), host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="on")
+    # h11 + asyncio named, not uvicorn's "auto": with uvloop and httptools installed (the speed
+    # extra) "auto" would switch stacks and move every baseline measured against this server.
+    uvicorn.run(
+        build_app(server),
+        host=args.host,
+        port=args.port,
+        http="h11",
+        loop="asyncio",
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ class Config:
     search_sizes: Sequence[int] = (1000, 10_000)
     search_calls: int = 400
     log: Path | None = None
+    # capacity (bench.capacity): wrk rounds of whole seconds, keep-alive connection counts, servers
+    capacity_rounds: int = 3
+    capacity_seconds: int = 5
+    capacity_connections: Sequence[int] = (10,)
+    capacity_servers: Sequence[str] | None = None  # None: all of bench.capacity_servers.SERVERS
     _dirs: dict[int, Path] = field(default_factory=dict)
 
     def extensions(self, n: int) -> Path:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.capacity_options import add_capacity_options, capacity_overrides
 from bench.common import BENCH_DIR, ensure_ref_venv, machine_info
 from bench.rows import Config
 from bench.throughput import ROUTES
@@ -45,6 +46,8 @@ def _sized_config(workdir: Path, *, quick: bool, include_reference: bool, log: P
             upstream_rounds=3,
             search_sizes=(1000,),
             search_calls=200,
+            capacity_rounds=1,
+            capacity_seconds=1,
             log=log,
         )
     return Config(workdir=workdir, include_reference=include_reference, log=log)
@@ -99,7 +102,11 @@ def run(
     output: Path,
     verbose: bool,
     routes: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
+    """Run the workloads; ``overrides`` sets Config fields (e.g. ``capacity_rounds``) after sizing;
+    ``command`` is what the report says produced it (default: this ``python -m bench`` command)."""
     if include_reference:
         ensure_ref_venv()
     started = time.monotonic()
@@ -109,6 +116,8 @@ def run(
         workdir = Path(tmp)
         log = workdir / "servers.log"
         cfg = make_config(workdir, quick=quick, include_reference=include_reference, log=log, routes=routes)
+        for key, value in (overrides or {}).items():
+            setattr(cfg, key, value)
         for name, workload in WORKLOADS.items():
             if only and name not in only:
                 continue
@@ -120,7 +129,7 @@ def run(
         server_log = log.read_text(errors="replace")[-20000:] if log.exists() else ""
     report = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "command": command or " ".join(["python -m bench", *sys.argv[1:]]),
         "quick": quick,
         "machine": machine_info(),
         "config": {
@@ -131,6 +140,11 @@ def run(
             "transports": list(cfg.transports),
             "calls": cfg.calls,
             "reps": cfg.reps,
+            "capacity": {
+                "rounds": cfg.capacity_rounds,
+                "seconds": cfg.capacity_seconds,
+                "connections": list(cfg.capacity_connections),
+            },
         },
         "seconds": {**timings, "total": round(time.monotonic() - started, 1)},
         "rows": rows,
@@ -170,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         choices=sorted(ROUTES),
         help="throughput: only this transport and protocol era (repeatable; default: all)",
     )
+    add_capacity_options(parser)
     parser.add_argument("--no-reference", action="store_true", help="skip apcore-mcp 0.23.3 (no venv, no download)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON output path")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -187,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
             output=args.output,
             verbose=not args.quiet,
             routes=args.route,
+            overrides=capacity_overrides(args),
         )
     print(render_table(report["rows"], markdown=args.markdown))
     machine = report["machine"]

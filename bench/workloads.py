@@ -1,6 +1,6 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
-``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``, 13 ``bench.soak``;
-``WORKLOADS`` names them all.
+``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``, 13 ``bench.soak``, 14
+``bench.capacity``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from bench import inproc
 from bench.auth import auth
+from bench.capacity import capacity
 from bench.common import (
     REPO_ROOT,
     ServerSpec,
@@ -346,4 +347,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "interactive": interactive,
     "replicas": replicas,
     "soak": soak,
+    "capacity": capacity,
 }
