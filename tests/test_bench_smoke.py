@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from bench.capacity import server_table
+from bench.capacity_servers import FASTMCP, SERVERS
 from bench.rows import Config
 from bench.run import render_table
 from bench.workloads import WORKLOADS
@@ -35,6 +37,11 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
         upstream_rounds=2,
         search_sizes=(30,),
         search_calls=20,
+        capacity_rounds=1,
+        capacity_seconds=1,
+        # FastMCP's row needs its own venv, made from the package index on first use: no network
+        # in the smoke test. Every other server (ours, both bare SDK servers, both floors) runs.
+        capacity_servers=tuple(name for name in SERVERS if name != FASTMCP),
     )
 
 
@@ -81,8 +88,30 @@ def test_workload_runs(config: Config, name: str) -> None:
     if name == "replicas":  # every layout answered calls, and the Redis bucket really went to Redis
         assert all(result["ok"] > 0 for result in rows[0]["details"].values()), rows[0]["details"]
         assert rows[4]["details"]["redis_failures"] == 0
+    if name == "capacity":
+        check_capacity(rows, config)
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
+
+
+def check_capacity(rows: list[dict[str, object]], config: Config) -> None:
+    """Seven rows a connection count; every server checked a reply, completed calls, 0 errors."""
+    assert len(rows) == 7 * len(config.capacity_connections)
+    servers = config.capacity_servers or ()
+    details = rows[0]["details"]
+    assert isinstance(details, dict)
+    for server in servers:
+        result = details[server]
+        assert "failed" not in result, result
+        assert result["calls"] > 0 and result["errors"] == 0, result
+        assert result["probe"]["status"] == 200, result
+    assert details["asgi-httptools-uvloop"]["native"] == {"uvloop": True, "httptools": True}
+    assert details["asgi-h11"]["native"] == {"uvloop": False, "httptools": False}
+    # The issue's targets sit on the 10-connection rows, each with its own verdict.
+    assert "3x fastmcp-4.2.3" in str(rows[0]["target"]) and "2x bare-no-executor" in str(rows[0]["target"])
+    assert "5x asgi-httptools-uvloop" in str(rows[1]["target"])
+    table = server_table(rows, markdown=True)
+    assert table.count("\n") == len(servers) + 1, table
 
 
 @pytest.mark.timeout(120)
