@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from apcore_mcp.settings import Settings
-from apcore_mcp.settings.option import Option, old_spellings_note
+from apcore_mcp.settings.option import Option
 
-__all__ = ["default_of", "options", "parameters_table"]
+__all__ = ["default_of", "options"]
 
 
 def options() -> Iterator[Option]:
@@ -45,13 +45,3 @@ def default_of(name: str) -> Any:
         if item.name == name:
             return item.default
     raise KeyError(name)
-
-
-def parameters_table() -> str:
-    """The README's table of ``serve()`` / ``BackgroundServer`` / ``Settings`` keyword arguments."""
-    rows = []
-    for opt in options():
-        default = default_of(opt.name)
-        shown = opt.default_text or ("`None`" if default is None else f"`{default!r}`")
-        rows.append(f"| `{opt.name}` | {shown} | {opt.help}{old_spellings_note(opt.old_names)} |")
-    return "\n".join(["| parameter | default | meaning |", "| --- | --- | --- |", *rows])

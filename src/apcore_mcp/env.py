@@ -11,7 +11,7 @@ from typing import Any
 
 from apcore_mcp.declared import options
 from apcore_mcp.settings import ENV_PREFIX, Option, SettingError, Settings
-from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
+from apcore_mcp.settings.option import both_spellings, warn_renamed
 
 DEFAULT_EXTENSIONS_DIR = "examples/extensions"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -136,27 +136,3 @@ def env_name(field: str) -> str:
         if opt.name == field and opt.env_var:
             return opt.env_var
     return field
-
-
-def settings_table() -> str:
-    """The README's table of variables, from the declarations."""
-    rows = []
-    for opt in [*LAUNCH_OPTIONS, *options()]:
-        if opt.env_var is not None:
-            rows.append(f"| `{opt.env_var}` | {opt.help}{_default_suffix(opt)}{old_spellings_note(opt.old_env_vars)} |")
-    return "\n".join(["| variable | meaning |", "| --- | --- |", *rows])
-
-
-def _default_suffix(opt: Option) -> str:
-    from apcore_mcp.declared import default_of
-
-    if opt.default_text is not None:
-        return f" (default: {opt.default_text})"
-    if opt.group == "launch":
-        return ""
-    default = default_of(opt.name)
-    if default is None or default == ():
-        return ""
-    if isinstance(default, bool):
-        return f" (default `{str(default).lower()}`)"
-    return f" (default `{default}`)"

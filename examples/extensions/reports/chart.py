@@ -1,6 +1,6 @@
 """reports.chart: an interactive module — it reports progress, asks the user, and returns an image.
 
-What it shows (see "Writing interactive modules" in the README):
+What it shows (see docs/interactive.md):
 - ``report_progress`` once per bar drawn (a no-op when the client asked for no progress);
 - ``elicit`` for a missing title, *before* any side effect: in the 2026-07-28 protocol the
   module runs again from the start once the client has answered;

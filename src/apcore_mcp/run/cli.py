@@ -204,17 +204,4 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         pass
 
 
-def cli_table() -> str:
-    """The README's table of flags, from the declarations."""
-    rows = ["| `--version` | | print the version and exit |"]
-    for opt in [*LAUNCH_OPTIONS, *options()]:
-        if opt.flag is None:
-            continue
-        metavar = f" {opt.metavar}" if opt.metavar and opt.kind != "bool" else ""
-        default = _default_text(opt) if opt.kind != "bool" else ("on" if opt.flag.startswith("--no-") else "off")
-        meaning = f"do not {opt.help}" if opt.kind == "bool" and opt.flag.startswith("--no-") else opt.help
-        rows.append(f"| `{opt.flag}{metavar}` | {default} | {meaning}{old_spellings_note(opt.old_flags)} |")
-    return "\n".join(["| flag | default | meaning |", "| --- | --- | --- |", *rows])
-
-
-__all__ = ["build_parser", "cli_table", "main", "parse_list"]
+__all__ = ["build_parser", "main", "parse_list"]

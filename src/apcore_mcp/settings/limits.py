@@ -35,7 +35,7 @@ class LimitSettings:
     )
     header_timeout: float = option(
         10.0,
-        "seconds a client gets to send a request's headers (our uvicorn protocol; see the README for plain uvicorn)",
+        "seconds a client gets to send a request's headers (our uvicorn protocol; see docs/service.md for plain uvicorn)",
         group="limits",
         kind="float",
     )
