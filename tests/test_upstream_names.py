@@ -2,7 +2,8 @@
 
 The rule is ``upstream.names``'s; these tests hold it to a real upstream (``named_server.py``,
 whose tools have the names given on its command line and answer with the name they were
-called under) mounted in process and behind the CLI, where ``/ready`` shows the mapping.
+called under) mounted in process and behind the CLI, where the explorer shows the mapping
+(``/ready``, open to anyone, names no tool: tests/hostile/test_ready_disclosure.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp import Client
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
+from apcore_mcp.upstream.module import upstream_origin
 from apcore_mcp.upstream.names import module_ids, server_segments
 
 from tests._support.named_upstream import named_children, named_entry
@@ -78,28 +80,33 @@ async def test_calls_reach_the_upstream_under_its_own_name() -> None:
     async with mounted(data) as mount:
         bridge = Bridge.build(mount.executor, Settings())
         ids = module_ids("my_tools", [*COLLIDING, "getTinyImage", "echo"])
-        renamed = mount.runtime.status()["renamed"]
+        origins = {ours: upstream_origin(mount.executor.registry, ours) for ours in ids.values()}
         async with Client(bridge.server, mode="legacy") as client:
             listed = {tool.name for tool in (await client.list_tools()).tools}
             called = {name: text_of(await client.call_tool(ours, {})) for name, ours in ids.items()}
     assert set(ids.values()) <= listed and "my_tools.get_tiny_image" in listed
     assert called == {name: name for name in ids}  # each id reached its own upstream tool
-    assert renamed == {ours: {"server": "my-tools", "tool": name} for name, ours in ids.items()}
+    assert origins == {ours: {"server": "my-tools", "tool": name} for name, ours in ids.items()}
 
 
-async def test_ready_shows_the_names_that_changed(tmp_path: Path) -> None:
+async def test_the_explorer_shows_the_upstream_names(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"everything": named_entry("echo", "get-sum", "Get-Sum")}}))
     ids = module_ids("everything", ["echo", "get-sum", "Get-Sum"])
-    server = start_server(apcore_server(EXTENSIONS, "--mcp-config", str(config)), "streamable-http", tmp_path)
+    command = apcore_server(EXTENSIONS, "--mcp-config", str(config), "--explorer")
+    server = start_server(command, "streamable-http", tmp_path)
     try:
+        tools = httpx.get(f"{server.base_url}/explorer/tools", timeout=5).json()
         ready = httpx.get(f"{server.base_url}/ready", timeout=5).json()
         async with server.client(era="legacy") as client:
             called = text_of(await client.call_tool(ids["Get-Sum"], {}))
     finally:
         server.stop()
-    assert ready["upstreams"]["renamed"] == {
+    origins = {tool["name"]: tool.get("upstream") for tool in tools}
+    assert {ours: origins[ours] for ours in ids.values()} == {
+        ids["echo"]: {"server": "everything", "tool": "echo"},
         ids["get-sum"]: {"server": "everything", "tool": "get-sum"},
         ids["Get-Sum"]: {"server": "everything", "tool": "Get-Sum"},
-    }  # unchanged names (everything.echo) are not listed
+    }
+    assert "renamed" not in ready["upstreams"]
     assert called == "Get-Sum"

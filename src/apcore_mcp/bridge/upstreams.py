@@ -92,14 +92,18 @@ async def _reload_on_sighup(
 
 
 def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
-    """What ``/ready`` says about upstreams: mounted servers and failed ones (never a secret).
+    """What ``/ready`` says about upstreams: server names and states, never a secret or a tool name.
 
-    ``failed`` names the servers that could not be mounted and those whose connection broke
-    (a message too large, a failed restart) and has not been restarted yet, with the reason;
-    ``pool`` has each running server's state and counts of what it sent that was unusable.
+    ``/ready`` is open without authentication (for probes), so it says what a probe and a
+    dashboard need and nothing a caller would need a token to see. ``mounted`` has each
+    mounted server's tool count; ``failed`` names the servers that could not be mounted and
+    those whose connection broke (a message too large, a failed restart) and has not been
+    restarted yet, with the short reason (``UpstreamError.public``: the exit code of a stdio
+    process, never its command or stderr, which are in the log); ``pool`` has each running
+    server's state and counts of what it sent that was unusable.
     """
     if runtime is None:
         return None
     status = runtime.status()
     broken = {name: entry["error"] for name, entry in status["pool"].items() if "error" in entry}
-    return {**status, "failed": {**status["failed"], **broken}} if broken else status
+    return {"mounted": status["mounted"], "failed": {**status["failed"], **broken}, "pool": status["pool"]}

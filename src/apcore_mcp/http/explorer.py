@@ -8,6 +8,10 @@ requires a bearer token compared in constant time (``ExecuteGate``). With ``auth
 token is the caller's own (checked by ``http/auth.py``), calls run as the caller, through the
 call router like any MCP call (its tool scopes, ACL identity, approval, rate limit and
 concurrency share), and with ``auth_filter_tools`` the list shows only what the caller may call.
+
+A tool of an upstream MCP server shows ``upstream``: its server and its own name there (the
+readable id ``everything.get_sum`` calls ``get-sum``). That is said here, where the tool itself
+is shown, and not on ``/ready``, which is open without authentication.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from apcore_mcp.limits import principal_key
 from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
+from apcore_mcp.upstream.module import upstream_origin
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +96,9 @@ def content_security_policy(html: str) -> str:
     )
 
 
-def tool_summary(record: ToolRecord) -> dict[str, Any]:
-    return {
+def tool_summary(record: ToolRecord, upstream: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the list shows of a tool; ``upstream`` (``{"server", "tool"}``) for a tool of an upstream server."""
+    summary = {
         "name": record.name,
         "description": record.description,
         "annotations": dict(record.hints),
@@ -100,11 +106,12 @@ def tool_summary(record: ToolRecord) -> dict[str, Any]:
         "streaming": record.meta["apcore/streaming"],
         "tags": list(record.tags),
     }
+    return summary if upstream is None else {**summary, "upstream": upstream}
 
 
-def tool_detail(record: ToolRecord) -> dict[str, Any]:
+def tool_detail(record: ToolRecord, upstream: dict[str, str] | None = None) -> dict[str, Any]:
     return {
-        **tool_summary(record),
+        **tool_summary(record, upstream),
         "inputSchema": record.input_schema,
         "outputSchema": record.output_schema or None,
         "documentation": record.documentation or None,
@@ -188,9 +195,13 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             }
         )
 
+    def origin(record: ToolRecord) -> dict[str, str] | None:
+        return upstream_origin(bridge.registry, record.name)
+
     async def list_tools(request: Request) -> JSONResponse:
         shown = bridge.access.listed(request.scope, identity_of(request.scope))
-        return JSONResponse([tool_summary(record) for record in catalog.records() if shown(record.name)])
+        records = [record for record in catalog.records() if shown(record.name)]
+        return JSONResponse([tool_summary(record, origin(record)) for record in records])
 
     def visible(request: Request, record: ToolRecord) -> bool:
         return bridge.access.listed(request.scope, identity_of(request.scope))(record.name)
@@ -199,7 +210,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         record = catalog.get(request.path_params["name"])
         if record is None or not visible(request, record):
             return _error(404, f"Tool '{request.path_params['name']}' not found")
-        return JSONResponse(tool_detail(record))
+        return JSONResponse(tool_detail(record, origin(record)))
 
     async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]

@@ -12,8 +12,10 @@ the connection (the server is restarted on next use); over Streamable HTTP a lar
 fails its request (SSE events are bounded by the SDK's own ``max_sse_event_size``).
 
 When a stdio upstream's process goes away (it exited, or failed the handshake), what is
-reported (the log, ``/ready``, the error of a call that hit it) says why: its command, its exit
-code and its last stderr lines (``upstream.exits``), redacted.
+reported says why, at two levels told apart in one place (``Connection._why``): the log and
+the server-side error of a call that hit it get its command, its exit code and its last stderr
+lines (``upstream.exits``), redacted; ``/ready``, open to anyone, gets the exit code only and a
+pointer to the log (``failure_public``, ``UpstreamError.public``).
 
 Requests the upstream sends back during a call (elicitation, sampling) are answered through
 the call's ``Asker``. In the 2026-07-28 era they arrive as input-required rounds of that very
@@ -59,7 +61,7 @@ from apcore_mcp.upstream.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from apcore_mcp.upstream.exits import ProcessTrace, exit_detail
+from apcore_mcp.upstream.exits import ProcessTrace, exit_detail, exit_reason
 from apcore_mcp.upstream.expand import Redactor
 from apcore_mcp.upstream.remote import MAX_MESSAGE_BYTES, TOO_LARGE_TEXT, remote_transport
 from apcore_mcp.upstream.stdio import WireFault, WireStats, stdio_transport
@@ -70,6 +72,8 @@ MAX_INPUT_ROUNDS = 8
 _SESSION_LOST = ("session not found", "session terminated")
 EXIT_WAIT_SECONDS = 3.0
 """How long a call whose connection closed waits for the process to be reaped, to say why it ended."""
+SEE_THE_LOG = "(see the server log)"
+"""Ends a public reason whose detail has more (the command, its stderr, an exception's text)."""
 _SSE_TOO_LARGE_TEXT = "byte limit"
 """In the SDK's ``CONNECTION_CLOSED`` for an SSE event over ``max_sse_event_size``."""
 
@@ -104,6 +108,7 @@ class Connection:
         self._stop = anyio.Event()
         self._done = anyio.Event()
         self._failure = ""
+        self._failure_public = ""
         self._requested = False
         """``stop()`` was called: the end that follows is ours, not a failure."""
         self._trace = ProcessTrace()
@@ -118,8 +123,13 @@ class Connection:
 
     @property
     def failure(self) -> str:
-        """Why the connection failed or ended badly (``""`` while healthy or stopped on request)."""
+        """Why the connection failed or ended badly, in full, for the log (``""`` if healthy or stopped on purpose)."""
         return self._failure
+
+    @property
+    def failure_public(self) -> str:
+        """``failure`` as anyone may be shown it (``/ready``): no command, stderr or exception text."""
+        return self._failure_public
 
     @property
     def modern(self) -> bool:
@@ -146,11 +156,12 @@ class Connection:
                 waiters.start_soon(until, self._ready)
                 waiters.start_soon(until, self._done)
         if not self._ready.is_set() and not self._done.is_set():
-            self._failure = f"no answer to the handshake within {self.spec.timeout:g}s"
+            self._fail(f"no answer to the handshake within {self.spec.timeout:g}s")
             self._scope.cancel()
             await self._done.wait()
         if not self._ready.is_set():
-            raise UpstreamUnavailable(self.spec.name, f"upstream {self.spec.name!r} did not start: {self._failure}")
+            said = f"upstream {self.spec.name!r} did not start: "
+            raise UpstreamUnavailable(self.spec.name, said + self._failure, public=said + self._failure_public)
         self.started_at = anyio.current_time()
 
     async def stop(self) -> None:
@@ -182,10 +193,10 @@ class Connection:
                         await self._stop.wait()
                         inner.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - a background task's edge: report, never crash the pool
-            self._failure = "; ".join(filter(None, [self._redact(_describe(exc)), self.exit_detail()]))
+            self._fail(*self._why(exc))
         else:
             if not self._requested and not self._failure:
-                self._failure = self.exit_detail()  # the process went away by itself
+                self._fail(*self._why())  # the process went away by itself
         finally:
             self._client = None
             self._done.set()
@@ -199,6 +210,21 @@ class Connection:
         if self.spec.transport != "stdio" or self.spec.command is None:
             return ""
         return exit_detail(self.spec.command, self.spec.args, self._trace, self._redact)
+
+    def _why(self, exc: BaseException | None = None) -> tuple[str, str]:
+        """(detail, public) of how the connection ended: the one place the two are told apart.
+
+        The detail (the log, a call's server-side error) is ``exc``'s text, redacted, and the
+        process's command, exit code and last stderr lines. The public form (``/ready``) is the
+        exit code, or else ``exc``'s type, and points to the log when the detail says more.
+        """
+        detail = "; ".join(filter(None, [self._redact(_describe(exc)) if exc is not None else "", self.exit_detail()]))
+        public = exit_reason(self._trace) or (_kind(exc) if exc is not None else "")
+        return detail, f"{public} {SEE_THE_LOG}".strip() if detail and detail != public else public
+
+    def _fail(self, detail: str, public: str | None = None) -> None:
+        self._failure = detail
+        self._failure_public = detail if public is None else public
 
     def _redact(self, text: str) -> str:
         return redact(self._redactor.redact(text))
@@ -217,7 +243,7 @@ class Connection:
         )
 
     def _on_fault(self, detail: str) -> None:
-        self._failure = detail  # the transport ends next: this is what _run reports
+        self._fail(detail)  # our own words; the transport ends next: this is what _run reports
 
     @contextlib.contextmanager
     def _errlog(self) -> Iterator[TextIO]:
@@ -342,8 +368,11 @@ class Connection:
             return SessionLost(name, f"upstream {name!r} no longer knows the session")
         if code == types.CONNECTION_CLOSED:
             self._stop.set()
-            why = self.exit_detail()
-            return ConnectionLost(name, f"upstream {name!r} closed the connection" + (f": {why}" if why else ""))
+            said = f"upstream {name!r} closed the connection"
+            detail, public = self._why()
+            return ConnectionLost(
+                name, said + (f": {detail}" if detail else ""), public=said + (f": {public}" if public else "")
+            )
         if code == types.REQUEST_TIMEOUT:
             return UpstreamTimeout(name, f"upstream {name!r} did not answer within {self.spec.timeout:g}s")
         return UpstreamError(name, f"upstream {name!r} answered error {code}", upstream_code=code)
@@ -402,6 +431,13 @@ def _describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _kind(exc: BaseException) -> str:
+    """The type of what went wrong (inside exception groups), without its text."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return type(exc).__name__
 
 
 def _file_name(server: str) -> str:

@@ -1,9 +1,14 @@
 """What can go wrong with an upstream, as apcore ``ModuleError``s (so middleware and metrics see failures).
 
 Messages name the server and what happened, never a URL, header or variable value: they reach
-logs and ``/ready``, and the MCP edge shows the code only (``Module error: UPSTREAM_...``). A
-stdio process that exited is described by its command line, exit code and last stderr lines,
-redacted (``upstream.exits``).
+the log and the server-side error of a call, and the MCP edge shows the code only (``Module
+error: UPSTREAM_...``). A stdio process that exited is described there by its command line,
+exit code and last stderr lines, redacted (``upstream.exits``).
+
+Each error also has a ``public`` form, what ``/ready`` shows (it is open without
+authentication, for probes): the server and what happened in our own words, the exit code,
+never the command, the stderr or a dependency's exception text. It is the message itself
+unless the raiser (``upstream.connection``, where the two are told apart) gives a shorter one.
 """
 
 from __future__ import annotations
@@ -16,11 +21,15 @@ class UpstreamError(ModuleError):  # type: ignore[misc]  # apcore ships no type 
 
     code_name = "UPSTREAM_ERROR"
 
-    def __init__(self, server: str, message: str, *, retryable: bool = False, **details: object) -> None:
+    def __init__(
+        self, server: str, message: str, *, retryable: bool = False, public: str | None = None, **details: object
+    ) -> None:
         super().__init__(
             code=self.code_name, message=message, details={"server": server, **details}, retryable=retryable
         )
         self.server = server
+        self.public = message if public is None else public
+        """What anyone may be shown (``/ready``): see the module doc."""
 
 
 class UpstreamUnavailable(UpstreamError):
@@ -28,8 +37,8 @@ class UpstreamUnavailable(UpstreamError):
 
     code_name = "UPSTREAM_UNAVAILABLE"
 
-    def __init__(self, server: str, message: str, **details: object) -> None:
-        super().__init__(server, message, retryable=True, **details)
+    def __init__(self, server: str, message: str, *, public: str | None = None, **details: object) -> None:
+        super().__init__(server, message, retryable=True, public=public, **details)
 
 
 class UpstreamTimeout(UpstreamError):
@@ -37,8 +46,8 @@ class UpstreamTimeout(UpstreamError):
 
     code_name = "UPSTREAM_TIMEOUT"
 
-    def __init__(self, server: str, message: str, **details: object) -> None:
-        super().__init__(server, message, retryable=True, **details)
+    def __init__(self, server: str, message: str, *, public: str | None = None, **details: object) -> None:
+        super().__init__(server, message, retryable=True, public=public, **details)
 
 
 class UpstreamsDisabled(UpstreamError):

@@ -2,11 +2,13 @@
 
 ``ProcessTrace`` is filled by the stdio transport: every stderr chunk passes through it on its
 way to the server's log (only the last ``TAIL_BYTES`` are kept), and the exit code is set once
-the process is reaped. ``exit_detail`` renders it for logs, ``/ready`` and the call's error:
-the command line and each stderr line go through ``redact`` (the config's expanded values and
-the project's secret patterns), environment values are never part of it, and the whole is
-bounded (``SHOWN_LINES`` lines of at most ``LINE_CHARS`` characters, a command of at most
-``COMMAND_CHARS``).
+the process is reaped. It is rendered two ways. ``exit_detail`` is for the log and the
+server-side error of a call: the command line and each stderr line go through ``redact`` (the
+config's expanded values and the project's secret patterns), environment values are never
+part of it, and the whole is bounded (``SHOWN_LINES`` lines of at most ``LINE_CHARS``
+characters, a command of at most ``COMMAND_CHARS``). ``exit_reason`` is for ``/ready``, which
+anyone may read: the exit code only, since redaction cannot know every path, host, database or
+user name a stderr line may hold.
 """
 
 from __future__ import annotations
@@ -40,12 +42,17 @@ class ProcessTrace:
         return [_cut(line.strip(), LINE_CHARS) for line in lines if line.strip()][-count:]
 
 
+def exit_reason(trace: ProcessTrace) -> str:
+    """``exited with code 3``, nothing the process wrote (``""`` before it exited)."""
+    return "" if trace.returncode is None else f"exited with code {trace.returncode}"
+
+
 def exit_detail(command: str, args: Sequence[str], trace: ProcessTrace, redact: Callable[[str], str]) -> str:
-    """``command `python -c ...` exited with code 3; stderr: "a" | "b"`` (``""`` before it exited)."""
+    """``command `python -c ...` exited with code 3; last stderr lines: a | b`` (``""`` before it exited)."""
     if trace.returncode is None:
         return ""
     line = _cut(redact(_one_line(shlex.join([command, *args]))), COMMAND_CHARS)
-    text = f"command `{line}` exited with code {trace.returncode}"
+    text = f"command `{line}` {exit_reason(trace)}"
     lines = [redact(entry) for entry in trace.last_lines()]
     if lines:
         text += "; last stderr lines: " + " | ".join(lines)

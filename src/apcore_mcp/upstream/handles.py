@@ -63,7 +63,7 @@ class _Entry:
     listeners: list[Callable[[], None]] = field(default_factory=list)
     stats: WireStats = field(default_factory=WireStats)
     error: str = ""
-    """Why the last start failed (``""`` once one succeeds)."""
+    """Why the last start failed, as ``/ready`` may show it (``UpstreamError.public``; ``""`` once one succeeds)."""
 
     def tools_changed(self) -> None:
         for listener in list(self.listeners):
@@ -223,7 +223,7 @@ class UpstreamPool:
             await connection.start(self._task_group)
         except UpstreamUnavailable as exc:
             self._failed(entry)
-            entry.error = exc.message
+            entry.error = exc.public  # the full message goes to the log and to the caller's error
             raise
         entry.error = ""
         entry.connection = connection
@@ -238,7 +238,8 @@ class UpstreamPool:
 
     def status(self) -> dict[str, dict[str, Any]]:
         """Per running key (by server name): references, whether connected, consecutive failures,
-        what it sent that could not be used (``wire``) and, while it is down, why (``error``)."""
+        what it sent that could not be used (``wire``) and, while it is down, why (``error``: the
+        public form, without the command or its stderr, which are in the log)."""
         report: dict[str, dict[str, Any]] = {}
         for entry in self._entries.values():
             name = entry.spec.name if entry.key[1] is None else f"{entry.spec.name}@{entry.key[1]}"
@@ -246,7 +247,7 @@ class UpstreamPool:
             alive = connection is not None and connection.alive
             report[name] = {"refs": entry.refs, "connected": alive, "failures": entry.failures}
             report[name]["wire"] = entry.stats.as_dict()
-            error = connection.failure if connection is not None and not alive else entry.error
+            error = connection.failure_public if connection is not None and not alive else entry.error
             if error:
                 report[name]["error"] = error
         return report

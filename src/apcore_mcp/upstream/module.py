@@ -155,6 +155,16 @@ def upstream_server_of(registry: Registry, module_id: str) -> str | None:
     return module.server if isinstance(module, UpstreamTool) else None
 
 
+def upstream_origin(registry: Registry, module_id: str) -> dict[str, str] | None:
+    """``{"server", "tool"}``: the server behind ``module_id`` and the tool's own name there; ``None`` if local.
+
+    The way back from a readable id (``everything.get_sum``) to what it calls (``get-sum``).
+    A tool name is shown only where the tool itself is (the explorer), never on an open route.
+    """
+    module = registry.get(module_id)
+    return {"server": module.server, "tool": module.tool_name} if isinstance(module, UpstreamTool) else None
+
+
 def json_schema_model(schema: Mapping[str, Any], name: str = "JsonSchemaInput") -> type[BaseModel]:
     """A pydantic model class whose contract is ``schema`` (a JSON Schema document), for module authors.
 

@@ -23,7 +23,8 @@ same config and the same upstream tools give the same ids after a restart and on
 It does depend on the other names of the set: a tool the upstream adds later (``list_changed``)
 whose form collides with an existing readable name gives that name its hash from then on.
 The way back (id -> server and tool) is the table the source keeps, not a parse of the id:
-calls always reach the upstream under its own name, and ``/ready`` shows each changed name.
+calls always reach the upstream under its own name, and the explorer shows each tool's server
+and its own name there (``module.upstream_origin``) to those who may see the tool.
 """
 
 from __future__ import annotations

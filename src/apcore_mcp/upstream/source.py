@@ -120,14 +120,6 @@ class UpstreamSource:
     def module_ids(self) -> tuple[str, ...]:
         return tuple(sorted(self._modules))
 
-    def renamed(self) -> dict[str, dict[str, str]]:
-        """``{module id: {"server", "tool"}}`` for each tool whose id is not ``<server>.<tool>`` as named upstream."""
-        return {
-            module_id: {"server": self.name, "tool": module.tool_name}
-            for module_id, module in sorted(self._modules.items())
-            if module_id != f"{self.name}.{module.tool_name}"
-        }
-
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def open(self) -> None:

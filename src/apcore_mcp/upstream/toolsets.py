@@ -39,6 +39,9 @@ class Switch:
     started: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    """Why each server failed, as ``/ready`` shows it (``UpstreamError.public``)."""
+    logged: dict[str, str] = field(default_factory=dict)
+    """Why each server failed, in full (its command and stderr): for the log only."""
 
 
 def servers_needed(config: UpstreamConfig, toolsets: Sequence[str]) -> list[str]:
@@ -108,11 +111,11 @@ class UpstreamRuntime:
         try:
             await source.open()
         except UpstreamError as exc:
-            switch.failed[spec.name] = exc.message
+            switch.failed[spec.name], switch.logged[spec.name] = exc.public, exc.message
             return
         except Exception as exc:  # the edge of one server's mount: it must not take the others down
             logger.exception("Upstream %r could not be mounted", spec.name)
-            switch.failed[spec.name] = f"{type(exc).__name__} while mounting"
+            switch.failed[spec.name] = switch.logged[spec.name] = f"{type(exc).__name__} while mounting"
             return
         self.sources[spec.name] = source
         switch.started.append(spec.name)
@@ -135,15 +138,12 @@ class UpstreamRuntime:
                 await source.close()
 
     def status(self) -> dict[str, Any]:
-        """For readiness detail: mounted servers with their tool counts, failed ones with the reason,
-        and ``renamed``: each tool whose id differs from ``<server>.<tool>`` -> the server and tool it calls."""
-        renamed = {
-            module_id: origin for source in self.sources.values() for module_id, origin in source.renamed().items()
-        }
+        """For readiness detail (open to anyone): mounted servers with their tool counts, failed ones
+        with the public reason, and the pool's state. No tool names: those are shown to the callers
+        who may see them (the explorer shows each upstream tool's server and its own name there)."""
         return {
             "mounted": {name: len(source.module_ids) for name, source in sorted(self.sources.items())},
             "failed": dict(sorted(self.failed.items())),
-            "renamed": dict(sorted(renamed.items())),
             "pool": self.pool.status(),
         }
 
@@ -192,7 +192,7 @@ def _log(switch: Switch) -> None:
             switch.kept or "none",
         )
     for name, reason in switch.failed.items():
-        logger.warning("Upstream server %r not mounted: %s", name, reason)
+        logger.warning("Upstream server %r not mounted: %s", name, switch.logged.get(name, reason))
 
 
 class ToolsetSelection:
