@@ -95,8 +95,8 @@ def test_workload_runs(config: Config, name: str) -> None:
 
 
 def check_capacity(rows: list[dict[str, object]], config: Config) -> None:
-    """Seven rows a connection count; every server checked a reply, completed calls, 0 errors."""
-    assert len(rows) == 7 * len(config.capacity_connections)
+    """Eight rows a connection count; every server checked a reply, completed calls, 0 errors."""
+    assert len(rows) == 8 * len(config.capacity_connections)
     servers = config.capacity_servers or ()
     details = rows[0]["details"]
     assert isinstance(details, dict)
