@@ -10,6 +10,7 @@ gets no answer (as MCP says) and the server does not wait for one.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -43,19 +44,30 @@ def call(request_id: int, tool: str, **arguments: Any) -> dict[str, Any]:
     }
 
 
-def closing_at_once(messages: list[dict[str, Any]]) -> tuple[dict[Any, dict[str, Any]], float, str]:
-    """Answers by id, the seconds until the server exited, and its log, for ``messages`` then EOF."""
+def closing_at_once(
+    messages: list[dict[str, Any]], stdin_file: Path | None = None
+) -> tuple[dict[Any, dict[str, Any]], float, str]:
+    """Answers by id, the seconds until the server exited, and its log, for ``messages`` then EOF.
+
+    Through a pipe, or with ``stdin_file`` from that file (which the event loop cannot watch, so
+    the server reads it another way). The server shows its ResourceWarnings, and must have none.
+    """
+    lines = "".join(json.dumps(message) + "\n" for message in messages)
+    command = [sys.executable, "-W", "always::ResourceWarning", "-m", "tests.servers.eof_stdio", str(SHUTDOWN_TIMEOUT)]
     started = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-m", "tests.servers.eof_stdio", str(SHUTDOWN_TIMEOUT)],
-        input="".join(json.dumps(message) + "\n" for message in messages),
-        capture_output=True,
-        text=True,
-        timeout=SHUTDOWN_TIMEOUT + 30,
-        cwd=REPO,
-    )
+    if stdin_file is None:
+        run = subprocess.run(
+            command, input=lines, capture_output=True, text=True, timeout=SHUTDOWN_TIMEOUT + 30, cwd=REPO
+        )
+    else:
+        stdin_file.write_text(lines)
+        with stdin_file.open() as stdin:
+            run = subprocess.run(
+                command, stdin=stdin, capture_output=True, text=True, timeout=SHUTDOWN_TIMEOUT + 30, cwd=REPO
+            )
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr
+    assert "ResourceWarning" not in run.stderr, run.stderr
     answers = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
     return {answer.get("id"): answer for answer in answers}, elapsed, run.stderr
 
@@ -104,3 +116,29 @@ def test_a_call_cancelled_before_eof_gets_no_answer_and_is_not_waited_for(tmp_pa
     assert sorted(answers, key=str) == [0, 2], answers
     assert done(answers[2]) and quick.exists() and not slow.exists()
     assert elapsed < SHUTDOWN_TIMEOUT / 2
+
+
+def test_requests_from_a_file_are_all_answered(tmp_path: Path) -> None:
+    """``apcore-mcp < requests.jsonl``: a file cannot be watched by the event loop (epoll refuses it)."""
+    calls = [call(i, "eof.sleep", seconds=0.1, marker=str(tmp_path / f"m{i}")) for i in range(1, 4)]
+    answers, elapsed, _log = closing_at_once([*initialize(), *calls], stdin_file=tmp_path / "requests.jsonl")
+    assert sorted(answers, key=str) == [0, 1, 2, 3], answers
+    assert all(done(answers[i]) for i in range(1, 4)), answers
+    assert elapsed < SHUTDOWN_TIMEOUT / 2
+
+
+def test_stdin_from_the_null_device_ends_the_server_at_once() -> None:
+    """``apcore-mcp < /dev/null`` (a cron job, a CI step): EOF at once, not a server left reading nothing."""
+    started = time.monotonic()
+    with open(os.devnull) as stdin:
+        run = subprocess.run(
+            [sys.executable, "-W", "always::ResourceWarning", "-m", "tests.servers.eof_stdio", str(SHUTDOWN_TIMEOUT)],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=SHUTDOWN_TIMEOUT + 30,
+            cwd=REPO,
+        )
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and "ResourceWarning" not in run.stderr, run.stderr
+    assert time.monotonic() - started < SHUTDOWN_TIMEOUT / 2

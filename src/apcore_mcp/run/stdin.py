@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import selectors
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -139,6 +140,18 @@ def _too_long(limit: int) -> ErrorData:
     return ErrorData(code=INVALID_REQUEST, message=f"Invalid request: the message exceeds {limit} bytes")
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``. asyncio registers a read pipe's fd in a callback
+    after ``connect_read_pipe`` returns, so epoll refusing it (EPERM: files, ``/dev/null``) would
+    only surface there, unhandled, and stdin would never be read: ask a selector first."""
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 @contextlib.asynccontextmanager
 async def stdin_lines(settings: Settings) -> AsyncIterator[StdinLines | None]:
     """Read stdin through the event loop so a stop signal can end the server at once.
@@ -148,8 +161,11 @@ async def stdin_lines(settings: Settings) -> AsyncIterator[StdinLines | None]:
     The SDK reads stdin on a worker thread, which no cancellation can interrupt: a server
     told to stop would wait for the client's next line. While serving, fd 0 points at the
     null device so module code cannot consume protocol bytes. Yields ``None`` (the SDK's own
-    reader is then used) when stdin is a regular file, which the loop cannot watch.
+    reader is then used) when the loop cannot watch stdin: a regular file, or ``/dev/null``.
     """
+    if not _pollable(0):
+        yield None
+        return
     loop = asyncio.get_running_loop()
     private = os.dup(0)
     reader = asyncio.StreamReader(limit=_CHUNK * 2)

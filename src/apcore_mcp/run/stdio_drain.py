@@ -144,3 +144,4 @@ async def answering_before_eof(
         finally:
             tasks.cancel_scope.cancel()
             reads.close()
+            read_stream.close()  # the transport's: the server run on ``reads`` would have closed it
