@@ -28,7 +28,9 @@ from apcore_mcp.testing import RunningServer, apcore_server, start_server
 from apcore_mcp.upstream.names import module_ids
 
 from tests._support.auth import api_key_entry, bearer
+from tests._support.hostile import modern_headers, tool_call
 from tests._support.named_upstream import NAMED
+from tests._support.upstreams import stdio_entry
 
 EXTENSIONS = Path(__file__).resolve().parents[2] / "examples" / "extensions"
 KEY = "ready-disclosure-key-" + "k" * 24
@@ -103,3 +105,34 @@ def test_an_anonymous_ready_says_which_server_failed_and_nothing_a_token_guards(
     }
     assert detail.status_code == 200 and detail.json()["upstream"] == {"server": "my-tools", "tool": "get-sum"}
     assert not any(origin for name, origin in shown.items() if not name.startswith("my_tools."))  # local tools
+
+
+def test_an_anonymous_ready_names_no_caller_of_a_per_caller_server(tmp_path: Path) -> None:
+    """A server run per caller (``sharing: per-principal``) is one ``/ready`` entry, not one per user.
+
+    Before the fix its pool was keyed ``own@<principal>``: anyone could read who uses the service.
+    """
+    callers = {"caller-key-alice-" + "a" * 24: "alice-of-accounts", "caller-key-bob-" + "b" * 26: "bob-of-payroll"}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"own": stdio_entry(sharing="per-principal")}}))
+    keys = ",".join(api_key_entry(key, who) for key, who in callers.items())
+    command = apcore_server(
+        EXTENSIONS, "--mcp-config", str(config), env={"APCORE_MCP_AUTH": "api-key", "APCORE_MCP_AUTH_API_KEYS": keys}
+    )
+    server = start_server(command, "streamable-http", tmp_path)
+    try:
+        with httpx.Client(base_url=server.base_url or "", timeout=20) as http:
+            for number, key in enumerate(callers, 1):
+                call = tool_call(number, "own.echo", {"text": "hi"}, modern=True)
+                headers = {**modern_headers("tools/call", "own.echo"), **bearer(key)}
+                answer = http.post("/mcp", json=call, headers=headers)
+                assert answer.status_code == 200 and not answer.json()["result"].get("isError"), answer.text
+            ready = http.get("/ready")
+        log = server.output()
+    finally:
+        server.stop()
+    assert ready.status_code == 200, log
+    assert [who for who in callers.values() if who in ready.text] == [], ready.text
+    pool = ready.json()["upstreams"]["pool"]
+    assert set(pool) == {"own"}, pool  # the handle listing its tools, and the callers' in one entry
+    assert (pool["own"]["per_caller"]["callers"], pool["own"]["per_caller"]["connected"]) == (2, 2), pool

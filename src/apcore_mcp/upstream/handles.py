@@ -236,21 +236,49 @@ class UpstreamPool:
         entry.failures += 1
         entry.retry_at = anyio.current_time() + backoff_delay(entry.failures, self.backoff_base, self.backoff_max)
 
-    def status(self) -> dict[str, dict[str, Any]]:
+    def status(self, *, name_callers: bool = True) -> dict[str, dict[str, Any]]:
         """Per running key (by server name): references, whether connected, consecutive failures,
         what it sent that could not be used (``wire``) and, while it is down, why (``error``: the
-        public form, without the command or its stderr, which are in the log)."""
+        public form, without the command or its stderr, which are in the log).
+
+        A server run per caller has a key per caller (``name@principal``); with ``name_callers``
+        off (for an open route: who uses the service is not for anyone to read) its handles are
+        one ``per_caller`` entry in the server's, with ``callers`` (how many run) and ``connected``
+        counting those up, the others summed, and the error of one that is down.
+        """
         report: dict[str, dict[str, Any]] = {}
+        merged: dict[str, dict[str, Any]] = {}
         for entry in self._entries.values():
-            name = entry.spec.name if entry.key[1] is None else f"{entry.spec.name}@{entry.key[1]}"
             connection = entry.connection
             alive = connection is not None and connection.alive
+            error = connection.failure_public if connection is not None and not alive else entry.error
+            per_caller = entry.key[1] is not None
+            if per_caller and not name_callers:
+                _merge_caller(merged.setdefault(entry.spec.name, _no_callers()), entry, alive, error)
+                continue
+            name = f"{entry.spec.name}@{entry.key[1]}" if per_caller else entry.spec.name
             report[name] = {"refs": entry.refs, "connected": alive, "failures": entry.failures}
             report[name]["wire"] = entry.stats.as_dict()
-            error = connection.failure_public if connection is not None and not alive else entry.error
             if error:
                 report[name]["error"] = error
+        for name, callers in merged.items():
+            report.setdefault(name, {})["per_caller"] = callers
         return report
+
+
+def _no_callers() -> dict[str, Any]:
+    return {"callers": 0, "connected": 0, "refs": 0, "failures": 0, "wire": {}}
+
+
+def _merge_caller(merged: dict[str, Any], entry: _Entry, alive: bool, error: str | None) -> None:
+    merged["callers"] += 1
+    merged["connected"] += int(alive)
+    merged["refs"] += entry.refs
+    merged["failures"] += entry.failures
+    for kind, count in entry.stats.as_dict().items():
+        merged["wire"][kind] = merged["wire"].get(kind, 0) + count
+    if error:
+        merged.setdefault("error", error)
 
 
 @dataclass(eq=False)

@@ -140,11 +140,12 @@ class UpstreamRuntime:
     def status(self) -> dict[str, Any]:
         """For readiness detail (open to anyone): mounted servers with their tool counts, failed ones
         with the public reason, and the pool's state. No tool names: those are shown to the callers
-        who may see them (the explorer shows each upstream tool's server and its own name there)."""
+        who may see them (the explorer shows each upstream tool's server and its own name there);
+        no caller names (a server run per caller is one pool entry)."""
         return {
             "mounted": {name: len(source.module_ids) for name, source in sorted(self.sources.items())},
             "failed": dict(sorted(self.failed.items())),
-            "pool": self.pool.status(),
+            "pool": self.pool.status(name_callers=False),
         }
 
 
