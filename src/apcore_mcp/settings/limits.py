@@ -35,7 +35,7 @@ class LimitSettings:
     )
     header_timeout: float = option(
         10.0,
-        "seconds a client gets to send a request's headers (our uvicorn protocol; see docs/service.md for plain uvicorn)",
+        "seconds a client gets to send a request's headers (our uvicorn protocol; plain uvicorn: docs/service.md)",
         group="limits",
         kind="float",
     )
