@@ -89,8 +89,12 @@ def status_and_json(answer: bytes) -> tuple[int, Any]:
         return int(start.split(b" ")[1]), body.decode(errors="replace")
 
 
-async def test_headers_over_the_limit_are_431_whole_or_trickled() -> None:
-    async with serving() as (url, _):
+PARSERS = pytest.mark.parametrize("http_parser", ["h11", "httptools"])  # each timed protocol
+
+
+@PARSERS
+async def test_headers_over_the_limit_are_431_whole_or_trickled(http_parser: str) -> None:
+    async with serving(http_parser=http_parser) as (url, _):
         refusal = (431, {"error": "Request headers exceed 16384 bytes"})
         assert (
             status_and_json(await exchange(url, head(70_000))) == refusal
@@ -102,10 +106,11 @@ async def test_headers_over_the_limit_are_431_whole_or_trickled() -> None:
     assert metric(text, "apcore_mcp_rejected_requests_total", reason="headers_too_large") == 2
 
 
-async def test_heads_within_the_limit_pass_whole_or_trickled() -> None:
-    async with serving() as (url, _):
+@PARSERS
+async def test_heads_within_the_limit_pass_whole_or_trickled(http_parser: str) -> None:
+    async with serving(http_parser=http_parser) as (url, _):
         assert status_and_json(await exchange(url, head(16_000)))[0] == 200
-    async with serving(max_header_bytes=32_768) as (url, _):
+    async with serving(max_header_bytes=32_768, http_parser=http_parser) as (url, _):
         # Past h11's own 16 KiB for an incomplete head (was 400): the setting rules, not h11's default.
         assert status_and_json(await exchange(url, head(30_000), piece=2048))[0] == 200
         assert status_and_json(await exchange(url, head(40_000)))[0] == 431
@@ -116,9 +121,9 @@ def process_server(way: str, tmp_path: Path) -> Iterator[str]:
     """The examples served by our CLI (``python -m apcore_mcp``) or by plain uvicorn (the command of docs/service.md)."""
     port = free_port()
     env = {**clean_env(), "APCORE_MCP_EXTENSIONS_DIR": str(EXAMPLES)}
-    if way == "cli":
+    if way.startswith("cli"):  # cli: the default parser (httptools, installed here); cli-h11: h11
         cmd = [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(EXAMPLES), "--transport", "streamable-http"]
-        cmd += ["--port", str(port)]
+        cmd += ["--port", str(port), *(["--http-parser", "h11"] if way == "cli-h11" else [])]
     else:  # uvicorn's own h11 protocol: the app's check is the only one
         cmd = [sys.executable, "-m", "uvicorn", "app:create_app", "--factory", "--port", str(port)]
         cmd += ["--no-proxy-headers", "--http", "h11"]
@@ -129,7 +134,7 @@ def process_server(way: str, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("way", ["cli", "uvicorn"])
+@pytest.mark.parametrize("way", ["cli", "cli-h11", "uvicorn"])
 async def test_every_way_of_running_answers_431_to_70_kb_of_headers(way: str, tmp_path: Path) -> None:
     with process_server(way, tmp_path) as url:
         assert status_and_json(await exchange(url, head(70_000))) == (

@@ -26,11 +26,12 @@ from apcore_mcp.run.serving import HttpServer, serving_http
 from tests._support.hostile_modules import hostile_registry
 
 QUEUED = 20
+pytestmark = pytest.mark.parametrize("http_parser", ["h11", "httptools"])  # each timed protocol
 
 
 @contextlib.asynccontextmanager
-async def server_in_loop() -> AsyncIterator[tuple[HttpServer, int]]:
-    bridge = Bridge.build(hostile_registry(), Settings())
+async def server_in_loop(http_parser: str) -> AsyncIterator[tuple[HttpServer, int]]:
+    bridge = Bridge.build(hostile_registry(), Settings(http_parser=http_parser))
     async with serving_http(bridge) as (server, url):
         yield server, int(url.rsplit(":", 1)[1])
 
@@ -67,8 +68,8 @@ async def accepted_then_stopped(server: HttpServer, port: int) -> tuple[asyncio.
     return reader, writer
 
 
-async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_comes_after() -> None:
-    async with server_in_loop() as (server, port):
+async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_comes_after(http_parser: str) -> None:
+    async with server_in_loop(http_parser) as (server, port):
         reader, writer = await accepted_then_stopped(server, port)
         async with asyncio.timeout(5):
             while not await asyncio.to_thread(refused, port):  # the stop has begun
@@ -83,10 +84,10 @@ async def test_a_connection_accepted_before_the_stop_is_served_when_its_request_
 
 
 async def test_a_connection_that_brings_no_request_is_closed_quietly_and_does_not_hold_the_stop(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, http_parser: str
 ) -> None:
     caplog.set_level(logging.INFO)
-    async with server_in_loop() as (server, port):
+    async with server_in_loop(http_parser) as (server, port):
         reader, writer = await accepted_then_stopped(server, port)
         async with asyncio.timeout(5):  # the grace is 0.5 s; uvicorn's own stop would wait 1 s more
             assert await reader.read() == b""
@@ -96,11 +97,11 @@ async def test_a_connection_that_brings_no_request_is_closed_quietly_and_does_no
     assert not [m for m in messages if "timeout graceful shutdown exceeded" in m]
 
 
-async def test_connections_queued_in_the_kernel_at_the_stop_are_served_not_reset() -> None:
+async def test_connections_queued_in_the_kernel_at_the_stop_are_served_not_reset(http_parser: str) -> None:
     clients: list[socket.socket] = []
     stopping: list[asyncio.Task[None]] = []
 
-    async with server_in_loop() as (server, port):
+    async with server_in_loop(http_parser) as (server, port):
 
         def queue_then_stop() -> None:
             # The event loop is busy here (as under load), so the kernel completes these

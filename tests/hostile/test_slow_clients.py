@@ -15,10 +15,12 @@ from tests._support.hostile import error_lines, metric, metrics_text, server_pro
 from tests._support.slow_client import trickle
 
 SLOW_SOCKETS = 1_100
+PARSERS = pytest.mark.parametrize("http_parser", ["h11", "httptools"])  # each timed protocol
 
 
-async def test_a_body_trickling_in_is_answered_408_at_the_deadline() -> None:
-    async with serving(body_timeout=1.0) as (url, _):
+@PARSERS
+async def test_a_body_trickling_in_is_answered_408_at_the_deadline(http_parser: str) -> None:
+    async with serving(body_timeout=1.0, http_parser=http_parser) as (url, _):
         head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
         answer, took = await trickle(url, head, b"{" * 200, every=0.25)  # was never cut off
         text = await metrics_text(url)
@@ -27,8 +29,9 @@ async def test_a_body_trickling_in_is_answered_408_at_the_deadline() -> None:
     assert metric(text, "apcore_mcp_rejected_requests_total", reason="body_timeout") == 1
 
 
-async def test_headers_trickling_in_are_cut_off_at_the_deadline() -> None:
-    async with serving(header_timeout=1.0) as (url, _):
+@PARSERS
+async def test_headers_trickling_in_are_cut_off_at_the_deadline(http_parser: str) -> None:
+    async with serving(header_timeout=1.0, http_parser=http_parser) as (url, _):
         answer, took = await trickle(url, b"GET /health HTTP/1.1\r\n", b"X-Slow: " + b"a" * 100, every=0.25)
         text = await metrics_text(url)
     assert answer.startswith(b"HTTP/1.1 408 ")

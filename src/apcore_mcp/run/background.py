@@ -89,7 +89,9 @@ class BackgroundServer:
                 asyncio.run(self._run_stdio())
                 return
             self._http = make_http_server(create_app(bridge=self.bridge), self.bridge)
-            asyncio.run(self._serve_http(self._http, sock))
+            # On the loop the event_loop setting names, as uvicorn's own run() would.
+            with asyncio.Runner(loop_factory=self._http.config.get_loop_factory()) as runner:
+                runner.run(self._serve_http(self._http, sock))
         except BaseException as exc:  # noqa: BLE001 - reported to start() on the caller's thread
             self._error = exc
             self._started.set()

@@ -1,4 +1,4 @@
-"""uvicorn's h11 protocol with a deadline and a size limit on request headers.
+"""uvicorn's HTTP protocols with a deadline and a size limit on request headers.
 
 uvicorn limits the idle time between requests (``timeout_keep_alive``) but not the time a
 client takes to finish sending headers: a client trickling one header byte every few seconds
@@ -11,8 +11,10 @@ only while a head is incomplete, so a 70 KB head arriving in one read passes (an
 one is answered 400). Here a request head (request line and header lines) over
 ``max_header_bytes`` is answered 431 before h11 parses it, whole or trickled.
 
-Our own server uses it; with the uvicorn command line pass
-``--http apcore_mcp.run.protocol:TimedH11Protocol``. The deadline and the size come from the
+``TimedHeads`` holds both; ``TimedH11Protocol`` (here) and ``TimedHttpToolsProtocol``
+(``protocol_httptools``: httptools is an extra) put it on uvicorn's h11 and httptools protocols.
+Our own server picks one by the ``http_parser`` setting; with the uvicorn command line pass
+``--http apcore_mcp.run.protocol:TimedH11Protocol`` (or the httptools one). The deadline and the size come from the
 app's ``header_timeout`` and ``max_header_bytes`` settings, which the app's lifespan puts in the
 state uvicorn shares with its protocols under the keys of ``http.protocol_state`` (the ``DEFAULT_...``
 values before the app has started).
@@ -22,6 +24,7 @@ The app checks the size of the headers it is given too (``http.guard``), for pla
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import re
@@ -45,8 +48,20 @@ REFUSED_HEAD_DRAIN_SECONDS = 1.0
 _HEAD_END = re.compile(rb"\n\r?\n")  # h11's: the empty line ending a request head
 
 
-class TimedH11Protocol(H11Protocol):
-    """``H11Protocol`` that closes connections whose request headers arrive too slowly."""
+class TimedHeads(asyncio.Protocol):
+    """The header deadline, the head size bound and the gentle shutdown, for a uvicorn HTTP protocol.
+
+    Mixed in before uvicorn's protocol class (``TimedH11Protocol``, ``TimedHttpToolsProtocol``),
+    which supplies the attributes below; each subclass says when its parser waits for a head
+    (``_awaiting_head``) and whether no response has begun (``_may_answer``), and arms the
+    deadline again when a response ends with no further request parsed.
+    """
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    client: tuple[str, int] | None
+    app_state: dict[str, Any]
+    cycle: Any  # uvicorn's RequestResponseCycle of each parser, None before the first request
 
     _header_timer: asyncio.TimerHandle | None = None
     _had_request = False
@@ -57,6 +72,12 @@ class TimedH11Protocol(H11Protocol):
     """The last bytes received then: a head's end may straddle two reads."""
     _refused = False
 
+    def _awaiting_head(self) -> bool:
+        raise NotImplementedError
+
+    def _may_answer(self) -> bool:
+        raise NotImplementedError
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()
@@ -64,7 +85,7 @@ class TimedH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # the rest of a refused head, dropped until the client or the drain timer closes
-        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+        if self._awaiting_head() and self._head_too_large(data):
             self._refuse_head()
             return
         before = self.cycle
@@ -113,28 +134,21 @@ class TimedH11Protocol(H11Protocol):
         limit = self._state(MAX_HEADER_BYTES_STATE)
         return limit if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_HEADER_BYTES
 
-    def on_response_complete(self) -> None:
-        before = self.cycle
-        super().on_response_complete()
-        if self.cycle is before and not self.transport.is_closing():
-            self._arm()  # waiting for the next request on this kept-alive connection
-
-    def shutdown(self) -> None:
+    def _shutdown_gently(self) -> bool:
         """Graceful shutdown; a connection that has not brought its first request yet gets to.
 
         Such a connection was accepted moments ago, and a proxy has most likely written a request
         into it already: closing it unanswered fails that request, which the proxy will not resend
         elsewhere if it is a POST (``tools/call``). It is answered, then closed, if its request
         begins within ``FIRST_REQUEST_GRACE_SECONDS``; otherwise closed then, quietly.
-        Idle kept-alive connections close at once, as in uvicorn.
+        Whether that was so (else the caller shuts down as uvicorn does: idle connections at once).
         """
         if self.cycle is None and not self._had_request and not self.transport.is_closing():
-            if self._close_after_request:
-                return  # asked again (uvicorn's own shutdown after ours)
-            self._close_after_request = True
-            self.loop.call_later(FIRST_REQUEST_GRACE_SECONDS, self._close_if_no_request)
-            return
-        super().shutdown()
+            if not self._close_after_request:  # not asked already (uvicorn's own shutdown after ours)
+                self._close_after_request = True
+                self.loop.call_later(FIRST_REQUEST_GRACE_SECONDS, self._close_if_no_request)
+            return True
+        return False
 
     def _close_if_no_request(self) -> None:
         # Quietly: a connection opened ahead of need (a browser's preconnect) is not a slow client.
@@ -164,13 +178,47 @@ class TimedH11Protocol(H11Protocol):
         reject: Callable[[str], None] | Any = self._state(REJECT_STATE)
         if callable(reject):
             reject("header_timeout")
-        if self.conn.our_state is h11.IDLE:
+        if self._may_answer():
             self.transport.write(_TIMEOUT_RESPONSE)
         self.transport.close()
 
     def _state(self, key: str) -> Any:
         state = self.app_state if isinstance(self.app_state, dict) else {}
         return state.get(key)
+
+
+class TimedH11Protocol(TimedHeads, H11Protocol):
+    """``H11Protocol`` that closes connections whose request headers arrive too slowly."""
+
+    def _awaiting_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
+    def _may_answer(self) -> bool:
+        return self.conn.our_state is h11.IDLE
+
+    def on_response_complete(self) -> None:
+        before = self.cycle
+        super().on_response_complete()
+        if self.cycle is before and not self.transport.is_closing():
+            self._arm()  # waiting for the next request on this kept-alive connection
+
+    def shutdown(self) -> None:
+        if not self._shutdown_gently():
+            super().shutdown()
+
+
+def http_protocol(parser: str) -> type[asyncio.Protocol]:
+    """The timed protocol for the ``http_parser`` setting: ``auto`` is httptools when it is installed."""
+    if parser == "h11" or (parser == "auto" and importlib.util.find_spec("httptools") is None):
+        return TimedH11Protocol
+    from apcore_mcp.run.protocol_httptools import TimedHttpToolsProtocol  # httptools is an extra
+
+    return TimedHttpToolsProtocol
+
+
+def parser_name(protocol: type[asyncio.Protocol]) -> str:
+    """How the start log names the parser a protocol class runs on."""
+    return "h11" if issubclass(protocol, H11Protocol) else "httptools"
 
 
 def _refusal(status: int, reason: str, message: str) -> bytes:

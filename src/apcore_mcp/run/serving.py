@@ -26,7 +26,7 @@ from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
 from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
-from apcore_mcp.run.protocol import TimedH11Protocol
+from apcore_mcp.run.protocol import http_protocol, parser_name
 from apcore_mcp.run.stdin import stdin_lines
 from apcore_mcp.run.stdio_drain import answering_before_eof
 
@@ -89,6 +89,12 @@ class HttpServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started:
+            logger.info(
+                "HTTP on the %s parser and the %s event loop",
+                parser_name(self.config.http_protocol_class),
+                loop_name(asyncio.get_running_loop()),
+            )
         if self.started and self.on_started is not None:
             self.on_started()
 
@@ -160,7 +166,7 @@ class HttpServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # Stop taking work before draining, in uvicorn's own order: no new connections, idle
         # keep-alive ones closed now, busy ones after their response (connections that have not
-        # brought their first request yet get to: ``TimedH11Protocol.shutdown``). A proxy holding
+        # brought their first request yet get to: ``TimedHeads._shutdown_gently``). A proxy holding
         # pooled connections then sends new requests to another replica instead of into the drain.
         await self.stop_accepting()
         for connection in list(self.server_state.connections):
@@ -169,11 +175,21 @@ class HttpServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    """``uvloop`` or ``asyncio``: what the start log says the server runs on."""
+    return type(loop).__module__.partition(".")[0]
+
+
 def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
-    """uvicorn for ``app``, with request headers timed (``TimedH11Protocol``) and graceful shutdown."""
+    """uvicorn for ``app``, with request headers timed (``protocol.TimedHeads``) and graceful shutdown.
+
+    The parser and the event loop are the ``http_parser`` and ``event_loop`` settings (the loop is
+    uvicorn's when it runs one, ``HttpServer.run``; ``BackgroundServer`` makes it the same way).
+    """
     settings = bridge.settings
     config = uvicorn.Config(
         app,
+        loop=settings.event_loop,
         lifespan="on",
         log_config=None,
         access_log=False,
@@ -182,7 +198,7 @@ def make_http_server(app: Any, bridge: Bridge) -> HttpServer:
         proxy_headers=False,
         timeout_graceful_shutdown=STREAM_CLOSE_SECONDS,
         ws="none",
-        http=TimedH11Protocol,
+        http=http_protocol(settings.http_parser),
         # h11's own bound on a head (checked only while incomplete, answered 400) sits above ours (431).
         h11_max_incomplete_event_size=settings.max_header_bytes + 1024,
     )

@@ -39,6 +39,8 @@ class SettingsOptions(TypedDict, total=False):
     explorer_prefix: str
     allow_execute: bool
     execute_token: str | None
+    http_parser: str
+    event_loop: str
     shutdown_timeout: float
     sync_workers: int
     timeout_ceiling_ms: int | None

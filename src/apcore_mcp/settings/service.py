@@ -1,11 +1,16 @@
-"""What the server serves beside MCP, and how it stops: metrics, the explorer (and its calls), shutdown."""
+"""What the server serves beside MCP, what it runs on, and how it stops: metrics, the explorer (and its
+calls), the HTTP parser and event loop, shutdown."""
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from apcore_mcp.settings.option import SettingError, option, set_field
 
+HTTP_PARSERS: tuple[str, ...] = ("auto", "httptools", "h11")
+EVENT_LOOPS: tuple[str, ...] = ("auto", "uvloop", "asyncio")
+SPEED_EXTRA = "pip install 'apcore-mcp[speed]'"
 RESERVED_PATHS = ("/mcp", "/sse", "/messages", "/health", "/ready", "/metrics", "/openai", "/.well-known")
 
 
@@ -24,6 +29,22 @@ class ServiceSettings:
         group="service",
         secret=True,
     )
+    http_parser: str = option(
+        "auto",
+        "HTTP/1.1 parser: `httptools` (faster; the `speed` extra), `h11`, or `auto` (httptools when installed); "
+        "the header deadline and size bound hold on both",
+        group="service",
+        kind="choice",
+        choices=HTTP_PARSERS,
+    )
+    event_loop: str = option(
+        "auto",
+        "event loop of the HTTP server: `uvloop` (faster; the `speed` extra), `asyncio`, or `auto` "
+        "(uvloop when installed)",
+        group="service",
+        kind="choice",
+        choices=EVENT_LOOPS,
+    )
     shutdown_timeout: float = option(
         3.0, "seconds calls in flight get to finish on shutdown", group="service", kind="float"
     )
@@ -35,6 +56,8 @@ def check_service(s: ServiceSettings) -> None:
     if not s.shutdown_timeout >= 0:
         raise SettingError("shutdown_timeout", f"shutdown_timeout must be >= 0, got {s.shutdown_timeout}")
     set_field(s, "explorer_prefix", _check_prefix(s.explorer_prefix))
+    _check_speed(s, "http_parser", HTTP_PARSERS, "httptools")
+    _check_speed(s, "event_loop", EVENT_LOOPS, "uvloop")
     if s.execute_token is not None and len(s.execute_token) < 16:
         raise SettingError("execute_token", "execute_token must be at least 16 characters")
 
@@ -47,3 +70,12 @@ def _check_prefix(prefix: str) -> str:
     if not normalized or any(normalized == path or normalized.startswith(path + "/") for path in RESERVED_PATHS):
         raise SettingError("explorer_prefix", f"explorer_prefix {prefix!r} would shadow another route")
     return normalized
+
+
+def _check_speed(s: ServiceSettings, name: str, choices: tuple[str, ...], package: str) -> None:
+    """One of ``choices``; naming ``package`` needs it installed (``auto`` falls back without it)."""
+    value = getattr(s, name)
+    if value not in choices:
+        raise SettingError(name, f"{name} must be one of: {', '.join(choices)}, got {value!r}")
+    if value == package and importlib.util.find_spec(package) is None:
+        raise SettingError(name, f"{name}={package} needs {package}, which is not installed ({SPEED_EXTRA})")
