@@ -19,7 +19,7 @@ COPY src/ src/
 # the wheel force-includes static/explorer.html (pyproject.toml)
 COPY static/ static/
 # with redis-py, for replicas that share state (APCORE_MCP_REDIS_URL)
-RUN pip install --no-cache-dir -c constraints.txt ".[redis]"
+RUN pip install --no-cache-dir -c constraints.txt ".[redis,speed]"
 
 # ---- runtime ----
 FROM python:3.11-slim
@@ -42,5 +42,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 # --no-proxy-headers: the app names the client from X-Forwarded-For/Forwarded itself, believing
 # only APCORE_MCP_FORWARDED_ALLOW_IPS (unset here: the socket peer is the client). uvicorn's own
 # rewrite would trust any loopback peer.
-# --http: uvicorn's h11 protocol with a deadline on request headers (APCORE_MCP_HEADER_TIMEOUT).
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol:TimedH11Protocol"]
+# --http: uvicorn's httptools protocol (the speed extra) with a deadline on request headers
+# (APCORE_MCP_HEADER_TIMEOUT) and their size bound; uvicorn's --loop auto runs uvloop (installed too).
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"]

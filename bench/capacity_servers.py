@@ -1,7 +1,7 @@
 """The servers of the capacity workload, the request they all answer, and their process lifecycle.
 
-Six servers over the same ``bench.echo``: ours (the CLI), the bare mcp low-level server with and
-without apcore's Executor (``bench.bare_server``), FastMCP in its own venv
+Seven servers over the same ``bench.echo``: ours (the CLI, on its default parser and on h11), the
+bare mcp low-level server with and without apcore's Executor (``bench.bare_server``), FastMCP in its own venv
 (``bench/fastmcp_server.py``), and the two ASGI floors (``bench.asgi_floor``). Each runs as one
 process in its own process group on a free 127.0.0.1 port, stopped by that group.
 """
@@ -37,9 +37,11 @@ from bench.wrk import Load
 FASTMCP = "fastmcp-4.2.3"
 FLOOR_H11 = "asgi-h11"
 FLOOR_FAST = "asgi-httptools-uvloop"
-SERVERS = (OURS, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
+OURS_H11 = "ours-h11"
+SERVERS = (OURS, OURS_H11, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
 LABELS = {
-    OURS: "apcore-mcp (CLI)",
+    OURS: "apcore-mcp (CLI; httptools + uvloop where installed)",
+    OURS_H11: "apcore-mcp (CLI), --http-parser h11",
     BARE: "bare mcp 2.3 low-level server + apcore's Executor",
     BARE_DIRECT: "bare mcp 2.3 low-level server, no Executor",
     FASTMCP: 'FastMCP 4.2.3 (mcp.run(transport="http"))',
@@ -104,6 +106,8 @@ def capacity_specs(extensions: Path, names: Sequence[str]) -> list[ServerSpec]:
     """The servers named in ``names`` (out of ``SERVERS``), in ``SERVERS`` order."""
     specs = {spec.name: spec for spec in server_specs(extensions, include_reference=False)}
     floor = [sys.executable, "-m", "bench.asgi_floor", "--stack"]
+    ours = specs[OURS]  # the same command on the h11 parser (the loop as ours': what the parser costs)
+    specs[OURS_H11] = ServerSpec(OURS_H11, ours.python, [*ours.args, "--http-parser", "h11"])
     specs[FASTMCP] = ServerSpec(FASTMCP, str(FASTMCP_PYTHON), [str(BENCH_DIR / "fastmcp_server.py")])
     specs[FLOOR_H11] = ServerSpec(FLOOR_H11, floor[0], [*floor[1:], "h11"])
     specs[FLOOR_FAST] = ServerSpec(FLOOR_FAST, floor[0], [*floor[1:], "httptools"])

@@ -69,6 +69,7 @@ def test_dockerfile_base_is_python_slim_and_installs_with_constraints() -> None:
         assert stage.base.startswith("python:3.11-slim"), stage.base
     installs = [args for stage in stages for args in stage.all("RUN") if "pip install" in args]
     assert installs, "no pip install"
+    assert any("speed" in args for args in installs), "the CMD's httptools protocol needs the speed extra"
     for args in installs:
         assert "--no-cache-dir" in args, args
         assert "-c constraints.txt" in args, args
@@ -106,7 +107,8 @@ def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
     assert "--no-proxy-headers" in cmd  # the app names the client, from APCORE_MCP_FORWARDED_ALLOW_IPS only
     assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
     assert "--no-access-log" in cmd
-    assert option(cmd, "--http") == "apcore_mcp.run.protocol:TimedH11Protocol"  # request headers timed
+    # request headers timed, on httptools (the image installs the speed extra)
+    assert option(cmd, "--http") == "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"
     # forwarded headers trusted from the proxy only: never "*"
     trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
     env = final_stage().env()
