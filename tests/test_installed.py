@@ -36,7 +36,9 @@ PLACEHOLDER = "/path/to/apcore-mcp"
 MARKED = re.compile(r"<!-- run by tests/test_installed\.py -->\n```bash\n(.*?)```", re.DOTALL)
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 VERSION_LINE = re.compile(r"apcore-mcp (\S+) \(apcore (\S+), mcp (\S+), Python (\S+)\) from (\S+)")
-LOG_LINE = re.compile(r"INFO apcore_mcp\.run\.serve: apcore-mcp (\S+) \(apcore \S+, mcp \S+, Python \S+\); clients see server '[^']*' version \S+")
+LOG_LINE = re.compile(
+    r"INFO apcore_mcp\.run\.serve: apcore-mcp (\S+) \(apcore \S+, mcp \S+, Python \S+\); clients see server '[^']*' version \S+"
+)
 INSTALLED_VERSIONS = (
     "import platform; from importlib.metadata import version; "
     "print(version('apcore'), version('mcp'), platform.python_version())"
@@ -89,7 +91,9 @@ def page_files() -> dict[str, str]:
 
 
 def page_command(name: str) -> str:
-    bodies: list[str] = [body for _, body in BLOCK.findall(TESTING_PAGE.read_text()) if body.startswith(f"# run: {name}\n")]
+    bodies: list[str] = [
+        body for _, body in BLOCK.findall(TESTING_PAGE.read_text()) if body.startswith(f"# run: {name}\n")
+    ]
     assert len(bodies) == 1, f"docs/testing.md: expected one '# run: {name}' block"
     return bodies[0].split("\n", 1)[1]
 
@@ -115,7 +119,12 @@ class Venv:
             if not k.startswith(("PYTHON", "COVERAGE_", "VIRTUAL_ENV", "PYTEST_", "APCORE_MCP_"))
         }
         path = os.pathsep.join([str(self.bin), *(p for p in inherited.get("PATH", "").split(os.pathsep) if p)])
-        return {**inherited, "PATH": path, "VIRTUAL_ENV": str(self.path), "PIP_CONSTRAINT": str(REPO / "constraints.txt")}
+        return {
+            **inherited,
+            "PATH": path,
+            "VIRTUAL_ENV": str(self.path),
+            "PIP_CONSTRAINT": str(REPO / "constraints.txt"),
+        }
 
     def run(self, command: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
         """``command`` (a page's block) by bash, ``/path/to/apcore-mcp`` meaning the checkout copy."""

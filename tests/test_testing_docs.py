@@ -29,7 +29,9 @@ def doc_blocks() -> list[tuple[str, str, str]]:
 
 def file_blocks() -> dict[str, str]:
     """``{path: body}`` of the page's ``# file: <path>`` blocks (the body starts with that line)."""
-    blocks = {first.removeprefix("# file: ").strip(): body for _, first, body in doc_blocks() if first.startswith("# file: ")}
+    blocks = {
+        first.removeprefix("# file: ").strip(): body for _, first, body in doc_blocks() if first.startswith("# file: ")
+    }
     assert len(blocks) == sum(first.startswith("# file: ") for _, first, _ in doc_blocks()), "a path given twice"
     return blocks
 

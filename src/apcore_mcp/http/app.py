@@ -132,9 +132,7 @@ def create_app(
     return app
 
 
-def session_manager(
-    bridge: Bridge, security: TransportSecuritySettings, events: ResumeStore | None
-) -> SessionManager:
+def session_manager(bridge: Bridge, security: TransportSecuritySettings, events: ResumeStore | None) -> SessionManager:
     """The ``/mcp`` session manager of ``bridge``'s server, with the settings' bounds."""
     settings = bridge.settings
     return SessionManager(
