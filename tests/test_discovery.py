@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,35 +26,12 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
 
+from tests._support.module_files import DECORATED, GOOD, RECURSIVE, module_file, write_files
 from tests._support.modules import Echo, EchoIn, EchoOut
 from tests._support.results import text_of
 
-GOOD = """
-    from pydantic import BaseModel
-
-    class In(BaseModel):
-        text: str
-
-    class Out(BaseModel):
-        echo: str
-
-    class Echo:
-        description = "Echo the text back"
-        input_schema = In
-        output_schema = Out
-
-        def execute(self, inputs, context):
-            return {"echo": inputs["text"]}
-"""
-
 BROKEN: dict[str, str] = {
-    "decorated.py": """
-        from apcore import module
-
-        @module(description="Add two numbers")
-        def add(a: int, b: int) -> int:
-            return a + b
-    """,
+    "decorated.py": DECORATED,
     "broken_import.py": """
         import json
         import a_package_nobody_installed
@@ -69,69 +45,12 @@ BROKEN: dict[str, str] = {
             def execute(self, inputs, context):
                 return {}
     """,
-    "no_input.py": """
-        from pydantic import BaseModel
-
-        class Out(BaseModel):
-            total: int
-
-        class NoInput:
-            description = "Forgot its input schema"
-            output_schema = Out
-
-            def execute(self, inputs, context):
-                return {"total": 0}
-    """,
-    "two_classes.py": """
-        from pydantic import BaseModel
-
-        class In(BaseModel):
-            text: str
-
-        class First:
-            description = "one"
-            input_schema = In
-            output_schema = In
-
-            def execute(self, inputs, context):
-                return inputs
-
-        class Second(First):
-            input_schema = In
-            output_schema = In
-    """,
-    "no_description.py": """
-        from pydantic import BaseModel
-
-        class In(BaseModel):
-            text: str
-
-        class Undescribed:
-            input_schema = In
-            output_schema = In
-
-            def execute(self, inputs, context):
-                return inputs
-    """,
+    "no_input.py": module_file("NoInput", description="Forgot its input schema", input_schema=None),
+    "two_classes.py": module_file("First", after="\nclass Second(First):\n    input_schema = In\n    output_schema = Out\n"),
+    "no_description.py": module_file("Undescribed", description=None),
     "Bad-Name.py": GOOD,
     "system/tool.py": GOOD,
-    "needs_args.py": """
-        from pydantic import BaseModel
-
-        class In(BaseModel):
-            text: str
-
-        class NeedsArgs:
-            description = "Built with an argument"
-            input_schema = In
-            output_schema = In
-
-            def __init__(self, client):
-                self.client = client
-
-            def execute(self, inputs, context):
-                return inputs
-    """,
+    "needs_args.py": module_file("NeedsArgs", description="Built with an argument", init="client"),
     "callable_field.py": """
         from typing import Callable
         from pydantic import BaseModel
@@ -147,25 +66,7 @@ BROKEN: dict[str, str] = {
             def execute(self, inputs, context):
                 return inputs
     """,
-    "tree.py": """
-        from __future__ import annotations
-        from pydantic import BaseModel
-
-        class Node(BaseModel):
-            name: str
-            children: list[Node] = []
-
-        class Out(BaseModel):
-            count: int
-
-        class CountNodes:
-            description = "A recursive schema"
-            input_schema = Node
-            output_schema = Out
-
-            def execute(self, inputs, context):
-                return {"count": 1}
-    """,
+    "tree.py": RECURSIVE,
 }
 
 # file -> (module id, what the WARNING says about it)
@@ -193,14 +94,6 @@ EXPECTED: dict[str, tuple[str, str]] = {
 }
 
 
-def write_extensions(root: Path, files: dict[str, str]) -> Path:
-    for name, source in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source).lstrip())
-    return root
-
-
 def warning_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if " WARNING " in line and "Module not served: " in line]
 
@@ -215,7 +108,7 @@ def line_about(lines: list[str], file: Path) -> str:
 def extensions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("discovery") / "extensions"
     files = {"good.py": GOOD, "demo/echo.py": GOOD, "_helpers.py": "import not_imported_by_anyone\n", **BROKEN}
-    return write_extensions(root, files)
+    return write_files(root, files)
 
 
 @pytest.fixture(scope="module")
@@ -267,14 +160,14 @@ def test_strict_modules_fails_the_start_listing_every_problem(extensions: Path) 
 
 def test_strict_modules_fails_on_a_problem_found_after_discovery(tmp_path: Path) -> None:
     # Discovery registers it; only describing it fails (the bridge's own check decides).
-    extensions = write_extensions(tmp_path / "ext", {"good.py": GOOD, "tree.py": BROKEN["tree.py"]})
+    extensions = write_files(tmp_path / "ext", {"good.py": GOOD, "tree.py": BROKEN["tree.py"]})
     run = strict_run(extensions)
     assert run.returncode == 2, run
     assert "1 module problem(s)" in run.stderr and f"{extensions / 'tree.py'} (module 'tree')" in run.stderr
 
 
 async def test_strict_modules_serves_good_modules(tmp_path: Path) -> None:
-    extensions = write_extensions(tmp_path / "ext", {"good.py": GOOD, "_private.py": "raise SystemExit(3)\n"})
+    extensions = write_files(tmp_path / "ext", {"good.py": GOOD, "_private.py": "raise SystemExit(3)\n"})
     server = start_server(apcore_server(extensions, "--strict-modules"), "streamable-http", tmp_path / "run")
     try:
         async with server.client() as client:
@@ -313,13 +206,9 @@ class Numbers(RootModel[list[int]]):
     pass
 
 
-class ListInput:
+class ListInput(NoInputSchema):
     description = "Arguments as a list"
     input_schema = Numbers
-    output_schema = EchoOut
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"echo": "never"}
 
 
 def shown(path: str) -> str:

@@ -9,7 +9,6 @@ import logging
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -23,58 +22,10 @@ from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
 
+from tests._support.module_files import DECORATED, GOOD, RECURSIVE, write_files
 from tests._support.modules import Echo
 from tests._support.results import text_of
 from tests._support.upstreams import stdio_entry
-
-GOOD = """
-from pydantic import BaseModel
-
-class In(BaseModel):
-    text: str
-
-class Out(BaseModel):
-    echo: str
-
-class Echo:
-    description = "Echo the text back"
-    input_schema = In
-    output_schema = Out
-
-    def execute(self, inputs, context):
-        return {"echo": inputs["text"]}
-"""
-DECORATED = """
-from apcore import module
-
-@module(description="Add two numbers")
-def add(a: int, b: int) -> int:
-    return a + b
-"""
-RECURSIVE = """
-from __future__ import annotations
-from pydantic import BaseModel
-
-class Node(BaseModel):
-    name: str
-    children: list[Node] = []
-
-class CountNodes:
-    description = "Count the nodes of a tree"
-    input_schema = Node
-    output_schema = Node
-
-    def execute(self, inputs, context):
-        return inputs
-"""
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, source in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source).lstrip())
-    return root
 
 
 def not_served(log: str) -> list[str]:
@@ -88,7 +39,9 @@ def run_stdio(extensions: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_broken_modules_beside_upstreams_in_search_mode(tmp_path: Path) -> None:
-    extensions = write(tmp_path / "extensions", {"good.py": GOOD, "decorated.py": DECORATED, "tree.py": RECURSIVE})
+    extensions = write_files(
+        tmp_path / "extensions", {"good.py": GOOD, "decorated.py": DECORATED, "tree.py": RECURSIVE}
+    )
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"notes": stdio_entry()}}))
     command = apcore_server(extensions, "--mcp-config", str(config), "--tool-mode", "search")
@@ -139,8 +92,8 @@ async def test_a_module_registered_wrongly_while_serving_is_not_listed(caplog: p
 
 
 def test_files_the_scanner_passes_over_are_named(tmp_path: Path) -> None:
-    outside = write(tmp_path / "outside", {"linked.py": GOOD})
-    extensions = write(
+    outside = write_files(tmp_path / "outside", {"linked.py": GOOD})
+    extensions = write_files(
         tmp_path / "extensions",
         {"a/b.py": GOOD, "a.b.py": GOOD, "d2/d3/d4/d5/d6/d7/d8/d9/deep.py": GOOD, "ok.py": GOOD},
     )
@@ -158,7 +111,7 @@ def test_files_the_scanner_passes_over_are_named(tmp_path: Path) -> None:
 
 
 def test_strict_modules_counts_problems_the_log_level_hides(tmp_path: Path) -> None:
-    extensions = write(tmp_path / "extensions", {"good.py": GOOD, "decorated.py": DECORATED})
+    extensions = write_files(tmp_path / "extensions", {"good.py": GOOD, "decorated.py": DECORATED})
     run = run_stdio(extensions, "--strict-modules", "--log-level", "ERROR")
     assert run.returncode == 2, run
     assert " WARNING apcore" not in run.stderr  # the level asked for is kept
