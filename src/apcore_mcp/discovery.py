@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apcore import Registry
 from apcore.errors import ModuleError, ModuleLoadError
 from apcore.registry import registry as apcore_registry
 from apcore.registry import scan_extensions
@@ -69,7 +70,7 @@ class Discovery:
     problems: tuple[ModuleProblem, ...]
 
 
-def discover(registry: Any, extensions_dir: str | Path) -> Discovery:
+def discover(registry: Registry, extensions_dir: str | Path) -> Discovery:
     """``registry.discover()`` of ``extensions_dir``, each skipped file logged once as a WARNING.
 
     Raises:
@@ -89,7 +90,7 @@ def discover(registry: Any, extensions_dir: str | Path) -> Discovery:
     return Discovery(count, tuple(problems))
 
 
-def refuse_problems(found: Discovery, registry: Any) -> None:
+def refuse_problems(found: Discovery, registry: Registry) -> None:
     """``strict_modules``: a discovery that skipped anything fails with every problem of the registry too.
 
     Without discovery problems the bridge's own check (of the modules it serves) decides.
@@ -130,7 +131,7 @@ def _captured(*, keep: bool) -> Iterator[list[logging.LogRecord]]:
 
 
 def _problems(
-    records: list[logging.LogRecord], registry: Any, root: Path, files: dict[str, Path]
+    records: list[logging.LogRecord], registry: Registry, root: Path, files: dict[str, Path]
 ) -> list[ModuleProblem]:
     problems: list[ModuleProblem] = []
     named: set[str] = set()
@@ -169,7 +170,9 @@ def _release(record: logging.LogRecord) -> None:
         source.handle(record)
 
 
-def _problem_of(record: logging.LogRecord, registry: Any, root: Path, files: dict[str, Path]) -> ModuleProblem | None:
+def _problem_of(
+    record: logging.LogRecord, registry: Registry, root: Path, files: dict[str, Path]
+) -> ModuleProblem | None:
     args = record.args if isinstance(record.args, tuple) else ()
     if record.msg in _SUMMARIES:
         return None

@@ -17,9 +17,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import apcore
+from apcore import Registry
 
 from apcore_mcp.records import MAX_TOOL_NAME_LENGTH, ToolRecord, build_record
 
@@ -105,7 +105,7 @@ def shape_problem(module: object) -> str | None:
     return None
 
 
-def describe_module(registry: Any, module_id: str) -> ToolRecord | ModuleProblem | None:
+def describe_module(registry: Registry, module_id: str) -> ToolRecord | ModuleProblem | None:
     """The record of ``module_id``, the problem that keeps it from being served, or None if it is gone."""
     module = registry.get(module_id)
     if module is None:
@@ -135,7 +135,7 @@ def describe_module(registry: Any, module_id: str) -> ToolRecord | ModuleProblem
     return record
 
 
-def registry_problems(registry: Any) -> list[ModuleProblem]:
+def registry_problems(registry: Registry) -> list[ModuleProblem]:
     """The problem of every registered module that cannot be served (every module is described)."""
     found = (describe_module(registry, module_id) for module_id in registry.list())
     return [item for item in found if isinstance(item, ModuleProblem)]
