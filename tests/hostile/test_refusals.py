@@ -136,11 +136,15 @@ def process_server(way: str, tmp_path: Path) -> Iterator[str]:
 
 @pytest.mark.parametrize("way", ["cli", "cli-h11", "uvicorn"])
 async def test_every_way_of_running_answers_431_to_70_kb_of_headers(way: str, tmp_path: Path) -> None:
+    refusal = (431, {"error": "Request headers exceed 16384 bytes"})
     with process_server(way, tmp_path) as url:
-        assert status_and_json(await exchange(url, head(70_000))) == (
-            431,
-            {"error": "Request headers exceed 16384 bytes"},
-        )  # was 200 both ways
+        answer = status_and_json(await exchange(url, head(70_000)))  # was 200 both ways
+        if way == "uvicorn" and answer[0] == 400:
+            # Plain h11 refuses an incomplete head past its own 16 KiB with 400 before the app sees
+            # it; whether the 70 KB arrive in one read or several is the kernel's and the loop's call.
+            assert answer == (400, ""), answer
+        else:
+            assert answer == refusal
         assert status_and_json(await exchange(url, head(8_000)))[0] == 200
 
 
