@@ -26,6 +26,7 @@ from bench.common import (
     CLK_TCK,
     REPO_ROOT,
     ServerSpec,
+    ensure_pinned_venv,
     free_port,
     server_specs,
     wait_port,
@@ -85,21 +86,8 @@ def load_for(port: int) -> Load:
 
 
 def ensure_fastmcp_venv() -> Path:
-    """Create ``.cache/bench-fastmcp-4.2.3`` with ``fastmcp==4.2.3`` (pip resolves the rest) if missing."""
-    if FASTMCP_PYTHON.exists():
-        probe = subprocess.run(
-            [str(FASTMCP_PYTHON), "-c", "import importlib.metadata as m; print(m.version('fastmcp'))"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if probe.stdout.strip() == FASTMCP_VERSION:
-            return FASTMCP_PYTHON
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(FASTMCP_VENV)], check=True, timeout=300)
-    subprocess.run(
-        [str(FASTMCP_PYTHON), "-m", "pip", "install", "-q", f"fastmcp=={FASTMCP_VERSION}"], check=True, timeout=900
-    )
-    return FASTMCP_PYTHON
+    """``.cache/bench-fastmcp-4.2.3`` with ``fastmcp==4.2.3`` (pip resolves the rest)."""
+    return ensure_pinned_venv(FASTMCP_VENV, "fastmcp", FASTMCP_VERSION)
 
 
 def capacity_specs(extensions: Path, names: Sequence[str]) -> list[ServerSpec]:

@@ -153,22 +153,29 @@ def run_json(cmd: Sequence[str], *, timeout: float, cwd: Path = REPO_ROOT) -> An
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-def ensure_ref_venv() -> Path:
-    """Create ``bench/.ref-venv`` with ``apcore-mcp==0.23.3`` (pip resolves its mcp<2) if missing."""
-    if REF_PYTHON.exists():
+def ensure_pinned_venv(venv: Path, distribution: str, version: str, *, timeout: float = 900) -> Path:
+    """The python of ``venv``, holding ``distribution==version`` (pip resolves the rest); made if missing
+    or holding another version. A reference implementation lives apart from ours, in a venv of its own."""
+    python = venv / "bin" / "python"
+    if python.exists():
         probe = subprocess.run(
-            [str(REF_PYTHON), "-c", "import importlib.metadata as m; print(m.version('apcore-mcp'))"],
+            [str(python), "-c", f"import importlib.metadata as m; print(m.version({distribution!r}))"],
             capture_output=True,
             text=True,
             check=False,
         )
-        if probe.stdout.strip() == REF_VERSION:
-            return REF_PYTHON
-    subprocess.run([sys.executable, "-m", "venv", str(REF_VENV)], check=True)
+        if probe.stdout.strip() == version:
+            return python
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
     subprocess.run(
-        [str(REF_PYTHON), "-m", "pip", "install", "-q", f"apcore-mcp=={REF_VERSION}"], check=True, timeout=600
+        [str(python), "-m", "pip", "install", "-q", f"{distribution}=={version}"], check=True, timeout=timeout
     )
-    return REF_PYTHON
+    return python
+
+
+def ensure_ref_venv() -> Path:
+    """``bench/.ref-venv`` with ``apcore-mcp==0.23.3`` (pip resolves its mcp<2)."""
+    return ensure_pinned_venv(REF_VENV, "apcore-mcp", REF_VERSION, timeout=600)
 
 
 def package_versions(python: str, names: Sequence[str]) -> dict[str, str]:
