@@ -39,9 +39,11 @@ FASTMCP = "fastmcp-4.2.3"
 FLOOR_H11 = "asgi-h11"
 FLOOR_FAST = "asgi-httptools-uvloop"
 OURS_H11 = "ours-h11"
-SERVERS = (OURS, OURS_H11, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
+OURS_SDK_PATH = "ours-sdk-path"
+SERVERS = (OURS, OURS_SDK_PATH, OURS_H11, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
 LABELS = {
     OURS: "apcore-mcp (CLI; httptools + uvloop where installed)",
+    OURS_SDK_PATH: "apcore-mcp (CLI), --no-direct-path (every request through the SDK's streams)",
     OURS_H11: "apcore-mcp (CLI), --http-parser h11",
     BARE: "bare mcp 2.3 low-level server + apcore's Executor",
     BARE_DIRECT: "bare mcp 2.3 low-level server, no Executor",
@@ -96,6 +98,7 @@ def capacity_specs(extensions: Path, names: Sequence[str]) -> list[ServerSpec]:
     floor = [sys.executable, "-m", "bench.asgi_floor", "--stack"]
     ours = specs[OURS]  # the same command on the h11 parser (the loop as ours': what the parser costs)
     specs[OURS_H11] = ServerSpec(OURS_H11, ours.python, [*ours.args, "--http-parser", "h11"])
+    specs[OURS_SDK_PATH] = ServerSpec(OURS_SDK_PATH, ours.python, [*ours.args, "--no-direct-path"])
     specs[FASTMCP] = ServerSpec(FASTMCP, str(FASTMCP_PYTHON), [str(BENCH_DIR / "fastmcp_server.py")])
     specs[FLOOR_H11] = ServerSpec(FLOOR_H11, floor[0], [*floor[1:], "h11"])
     specs[FLOOR_FAST] = ServerSpec(FLOOR_FAST, floor[0], [*floor[1:], "httptools"])

@@ -29,6 +29,7 @@ from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
+from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
 from apcore_mcp.http.exposure import warn_if_exposed
@@ -104,12 +105,15 @@ def create_app(
         _lifespan, service=service, manager=manager, metrics=metrics, gate=gate, authenticated=auth is not None
     )
 
+    direct = DirectPath(manager, metrics.answered_direct) if settings.direct_path else None
+
     def streams(app: ASGIApp, route: str) -> ASGIApp:
         return StreamCounter(app, metrics.open_streams, route)
 
     routes: list[BaseRoute] = [
         Route(
-            MCP_PATH, endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store), MCP_PATH)
+            MCP_PATH,
+            endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct), MCP_PATH),
         ),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),

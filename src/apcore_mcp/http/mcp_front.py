@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 
@@ -32,6 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apcore_mcp.http.body import send_json
+from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.settings import Settings
@@ -58,8 +60,16 @@ def valid_request_id(value: object) -> bool:
 class McpFront:
     """Wraps the SDK's Streamable HTTP ASGI app (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, resume_grace: float | None = None, events: ResumeStore | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        resume_grace: float | None = None,
+        events: ResumeStore | None = None,
+        direct: DirectPath | None = None,
+    ) -> None:
         self.app = app
+        self.direct = direct
+        """Answers the one-JSON-reply 2026-07-28 requests itself (``http/direct.py``); None: all go to ``app``."""
         self.resume_grace = resume_grace
         self.events = events
         self._pending: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -83,6 +93,9 @@ class McpFront:
             return
         found = message.get("id") if isinstance(message, dict) and "method" in message else None
         request_id = found if isinstance(found, str | int) else None  # a valid id, as checked above
+        if self.direct is not None and isinstance(message, dict) and self.direct.takes(scope, message):
+            await self._serve(scope, body, receive, send, request_id, functools.partial(self.direct.answer, message))
+            return
         await self._serve(scope, body, receive, send, request_id)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,9 +116,15 @@ class McpFront:
         await self._serve(scope, None, receive, send, stream if waiting is not None else None)
 
     async def _serve(
-        self, scope: Scope, body: bytes | None, receive: Receive, send: Send, request_id: str | int | None
+        self,
+        scope: Scope,
+        body: bytes | None,
+        receive: Receive,
+        send: Send,
+        request_id: str | int | None,
+        app: ASGIApp | None = None,
     ) -> None:
-        """Run the SDK app; if the client leaves before the response ends, cancel its request.
+        """Run ``app`` (the SDK's unless given); if the client leaves before the response ends, cancel its request.
 
         A plain asyncio task watches the client (an anyio task group per request costs ~100 us).
         """
@@ -145,7 +164,7 @@ class McpFront:
 
             watcher = asyncio.get_running_loop().create_task(watch_client())
             try:
-                await self.app(scope, inner_receive, watch_send)
+                await (app or self.app)(scope, inner_receive, watch_send)
             finally:
                 if left.is_set() and not complete:
                     await asyncio.shield(watcher)  # let the cancellation reach the session

@@ -92,6 +92,13 @@ class Metrics:
             registry=self.registry,
         )
         self._http_children: dict[tuple[str, str, str], Any] = {}
+        self.direct = Counter(
+            "apcore_mcp_direct_requests",
+            "2026-07-28 requests answered by the direct path (without the SDK's per-request streams), by method",
+            ["method"],
+            registry=self.registry,
+        )
+        self._direct_children: dict[str, Any] = {}
 
     @contextlib.contextmanager
     def observing(self, router: CallRouter, refusals: Refusals) -> Iterator[None]:
@@ -125,6 +132,13 @@ class Metrics:
         if child is None:
             child = self._http_children[key] = self.http_duration.labels(*key)
         child.observe(seconds)
+
+    def answered_direct(self, method: str) -> None:
+        """Count a request the direct path answered (``method`` is one of its bounded set)."""
+        child = self._direct_children.get(method)
+        if child is None:
+            child = self._direct_children[method] = self.direct.labels(method=method)
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.limits import CallLimits
@@ -176,7 +177,8 @@ class ToolsetEndpoints:
             max_sessions=settings.max_sessions,
             max_request_body_size=settings.max_body_bytes,
         )
-        endpoint = ToolsetEndpoint(toolset.name, selection, bridge, manager, McpFront(manager.handle_request))
+        front = McpFront(manager.handle_request, direct=DirectPath(manager) if settings.direct_path else None)
+        endpoint = ToolsetEndpoint(toolset.name, selection, bridge, manager, front)
         await self._task_group.start(self._serve, endpoint)
         logger.info("Toolset %r served at %s", toolset.name, TOOLSET_PATH.format(name=toolset.name))
         return endpoint

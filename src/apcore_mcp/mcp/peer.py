@@ -29,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from apcore_mcp.context import Era, InputKind, InputRequired, LogLevel
+from apcore_mcp.mcp.sdk_internals import connection_of
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +58,6 @@ class LogLevels:
     def allows(self, connection: Connection | None, level: str) -> bool:
         wanted = self._levels.get(connection) if connection is not None else None
         return wanted is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted)
-
-
-def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
-    # The SDK hands handlers a per-request ServerSession; the connection it serves is the
-    # long-lived object. There is no public accessor for it in mcp 2.3.
-    connection = getattr(ctx.session, "_connection", None)
-    return connection if isinstance(connection, Connection) else None
 
 
 def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:

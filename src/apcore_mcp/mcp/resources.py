@@ -18,8 +18,9 @@ from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
-from apcore_mcp.mcp.peer import connection_of, is_modern
+from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.results import complete, input_required_result, missing_capability_error
+from apcore_mcp.mcp.sdk_internals import connection_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME, DOCS_TEMPLATE, contents_of
 

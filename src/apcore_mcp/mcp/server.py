@@ -29,9 +29,10 @@ from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.notifier import ListChangedNotifier
-from apcore_mcp.mcp.peer import LogLevels, connection_of
+from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
+from apcore_mcp.mcp.sdk_internals import connection_of
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
 from apcore_mcp.principal import request_identity
 from apcore_mcp.prompts import Prompt

@@ -25,6 +25,7 @@ class SettingsOptions(TypedDict, total=False):
     dynamic: bool
     stateless: bool
     json_response: bool
+    direct_path: bool
     resumable: bool
     sse_retry_ms: int
     resume_max_bytes: int

@@ -24,6 +24,13 @@ class ProtocolSettings:
     json_response: bool = option(
         False, "answer `POST /mcp` with JSON instead of an SSE stream", group="protocol", kind="bool"
     )
+    direct_path: bool = option(
+        True,
+        "answer 2026-07-28 requests that cannot stream (no progress token or log level) without the SDK's "
+        "per-request streams: the same checks and bytes, less work; off sends every request through the SDK",
+        group="protocol",
+        kind="bool",
+    )
     resumable: bool = option(
         True,
         "keep recent stream events so a handshake-era client whose stream broke resumes with Last-Event-ID "
