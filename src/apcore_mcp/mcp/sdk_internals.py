@@ -2,7 +2,8 @@
 
 mcp 2.3 offers no public way to: reach the connection behind a handler's per-request session,
 read a running session manager's lifespan state, know the ping interval and headers of its
-2026-07-28 SSE responses, or map a handler's exception to the wire as its modern entry does.
+2026-07-28 SSE responses, map a handler's exception to the wire as its modern entry does, or
+recognize its default span middleware.
 The direct path (``http/direct.py``) must match the SDK in these, so they are read from the SDK
 here, once; an SDK release that moves them fails at import and in ``tests/test_sdk_internals.py``,
 not on the wire.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from mcp.server import _streamable_http_modern as _modern
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.runner import modern_error_data
@@ -45,3 +47,8 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     """The long-lived connection behind the per-request ``ServerSession`` a handler gets."""
     connection = getattr(ctx.session, "_connection", None)
     return connection if isinstance(connection, Connection) else None
+
+
+def is_sdk_tracing(middleware: object) -> bool:
+    """Whether ``middleware`` is the SDK's OpenTelemetry span middleware (a server's default first layer)."""
+    return isinstance(middleware, OpenTelemetryMiddleware)

@@ -32,8 +32,9 @@ from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
-from apcore_mcp.mcp.sdk_internals import connection_of
+from apcore_mcp.mcp.sdk_internals import connection_of, is_sdk_tracing
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
+from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.principal import request_identity
 from apcore_mcp.prompts import Prompt
 from apcore_mcp.settings import Settings
@@ -177,6 +178,7 @@ def build_server(
         on_subscriptions_listen=listen,
         **handlers,
     )
+    server.middleware[:] = [TracedWhenConfigured(m) if is_sdk_tracing(m) else m for m in server.middleware]
     if access.filter_list:  # otherwise it passes every request through: one layer less per request
         server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
