@@ -56,3 +56,20 @@ def test_zero_local_tools_is_a_warning_only_without_upstreams(
         Bridge.build(Registry(), settings)
     warned = any("zero tools" in record.getMessage() for record in caplog.records)
     assert warned is not upstreams
+
+
+FROZEN = re.compile(r"(\d+) start-up objects left out of the collector's passes")
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "stdio"])
+async def test_serving_freezes_what_start_up_built(tmp_path: Path, transport: str) -> None:
+    """Once started, the collector's full passes skip start-up's objects (the p99 of a call was those passes)."""
+    server = start_server(apcore_server(EXTENSIONS, "--log-level", "DEBUG"), transport, tmp_path)
+    try:
+        async with server.client(era="legacy") as client:
+            assert (await client.list_tools()).tools
+        log = server.log_path.read_text()
+    finally:
+        server.stop()
+    frozen = FROZEN.findall(log)
+    assert frozen and int(frozen[-1]) > 10_000, log[-2000:]
