@@ -2,7 +2,9 @@
 
 ``connect`` yields an async factory ``open_client(**settings) -> async context manager``
 giving a ``Connected`` client (``tests._support.sessions``) of a fresh server for the test
-registry, once per transport in ``TRANSPORTS``.
+registry, once per transport in ``TRANSPORTS``. Over HTTP the 2026-07-28 client checks, once
+the session ends, that its server used the path the transport names: ``http-modern`` the direct
+path (some request counted in ``/metrics``), ``http-modern-sdk`` the SDK alone (none).
 """
 
 from __future__ import annotations
@@ -20,7 +22,18 @@ from apcore_mcp.settings import Settings
 from tests._support.auth import Issuer, mock_jwks
 from tests._support.browser import launched_browser
 from tests._support.modules import make_executor
-from tests._support.sessions import TRANSPORTS, Connected, Inbox, OpenClient, open_session, running_http, stdio_params
+from tests._support.sessions import (
+    MODERN,
+    SDK_PATH,
+    TRANSPORTS,
+    Connected,
+    Inbox,
+    OpenClient,
+    direct_requests,
+    open_session,
+    running_http,
+    stdio_params,
+)
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
@@ -40,13 +53,18 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
             async with Client(stdio_params(*args), mode="legacy", message_handler=inbox.handler, **callbacks) as client:
                 yield Connected(transport, client, inbox)
             return
-        bridge = Bridge.build(make_executor(), Settings(dynamic=dynamic, prefix=prefix))
+        settings = Settings(dynamic=dynamic, prefix=prefix, direct_path=transport != SDK_PATH)
+        bridge = Bridge.build(make_executor(), settings)
         if transport.startswith("memory"):  # in memory, the test hosts the service (over HTTP, the app does)
             async with BridgeService(bridge), open_session(transport, bridge, inbox, **callbacks) as client:
                 yield Connected(transport, client, inbox, bridge)
-        else:
-            async with running_http(bridge) as url, open_session(transport, url, inbox, **callbacks) as client:
+            return
+        async with running_http(bridge) as url:
+            async with open_session(transport, url, inbox, **callbacks) as client:
                 yield Connected(transport, client, inbox, bridge)
+            if transport in MODERN:  # the path the test meant: the 2026 client's discovery answers once
+                answered = await direct_requests(url)
+                assert (answered > 0) is (transport != SDK_PATH), f"{transport}: {answered} direct requests"
 
     return open_client
 

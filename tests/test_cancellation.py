@@ -59,7 +59,9 @@ async def test_a_cancelled_call_cancels_the_module(connect: OpenClient, tmp_path
             assert outcomes.count("cancelled") == 1
 
 
-@pytest.mark.parametrize("connect", ["memory", "memory-modern", "http", "http-modern"], indirect=True)
+@pytest.mark.parametrize(
+    "connect", ["memory", "memory-modern", "http", "http-modern", "http-modern-sdk"], indirect=True
+)
 async def test_a_hundred_cancelled_calls_leave_nothing_behind(connect: OpenClient, tmp_path: Path) -> None:
     async with connect() as conn:
         assert conn.bridge is not None

@@ -3,7 +3,10 @@
 The ``connect`` fixture (conftest.py) opens one of these for each transport in ``TRANSPORTS``:
 
 - ``memory``/``memory-modern``: the SDK's in-process client (handshake era / 2026-07-28);
-- ``http``/``http-modern``: uvicorn on an ephemeral 127.0.0.1 port, Streamable HTTP;
+- ``http``/``http-modern``: uvicorn on an ephemeral 127.0.0.1 port, Streamable HTTP; 2026-07-28
+  requests that answer once take the direct path (``http/direct.py``, on by default);
+- ``http-modern-sdk``: the same 2026-07-28 client against an app with ``direct_path=False``,
+  every request through the SDK, so each scenario proves both paths agree;
 - ``sse``: the same app's legacy SSE endpoint;
 - ``stdio``: a subprocess running ``python -m tests.stdio_server``.
 """
@@ -19,17 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
+from prometheus_client.parser import text_string_to_metric_families
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import serving_http
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent
-TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "sse", "stdio"]
+TRANSPORTS = ["memory", "memory-modern", "http", "http-modern", "http-modern-sdk", "sse", "stdio"]
+MODERN = frozenset({"memory-modern", "http-modern", "http-modern-sdk"})  # the 2026-07-28 client
+SDK_PATH = "http-modern-sdk"  # the only transport whose server has ``direct_path=False``
+DIRECT_REQUESTS = "apcore_mcp_direct_requests_total"
 
 
 @dataclass
@@ -73,7 +81,7 @@ class Connected:
 
     @property
     def modern(self) -> bool:
-        return self.transport.endswith("-modern")
+        return self.transport in MODERN
 
 
 @contextlib.asynccontextmanager
@@ -96,7 +104,7 @@ async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox, **callb
             url_or_bridge.server, mode=mode, message_handler=inbox.handler, cache=None, **callbacks
         ) as client:
             yield client
-    elif transport in ("http", "http-modern"):
+    elif transport in ("http", "http-modern", SDK_PATH):
         mode = "legacy" if transport == "http" else "auto"
         async with Client(
             f"{url_or_bridge}/mcp", mode=mode, message_handler=inbox.handler, cache=None, **callbacks
@@ -112,6 +120,24 @@ async def open_session(transport: str, url_or_bridge: Any, inbox: Inbox, **callb
             yield session
     else:
         raise ValueError(transport)
+
+
+def direct_requests_in(metrics: str) -> float:
+    """How many requests a server answered on the direct path, all methods, from its ``/metrics`` text."""
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == DIRECT_REQUESTS
+    )
+
+
+async def direct_requests(url: str) -> float:
+    """How many requests the server at base ``url`` answered on the direct path so far."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(f"{url}/metrics")
+    response.raise_for_status()
+    return direct_requests_in(response.text)
 
 
 def stdio_params(*args: str) -> StdioServerParameters:
