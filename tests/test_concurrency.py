@@ -21,9 +21,14 @@ CLIENTS = 10
 CALLS_PER_CLIENT = 5
 
 
-@pytest.fixture(params=["http", "http-modern", "sse", "memory", "memory-modern"])
+@pytest.fixture(params=["http", "http-modern", "http-modern-sdk", "sse", "memory", "memory-modern"])
 def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def settings_for(transport: str) -> Settings:
+    """``http-modern`` answers on the direct path, ``http-modern-sdk`` through the SDK's streams."""
+    return Settings(direct_path=transport != "http-modern-sdk")
 
 
 @contextlib.asynccontextmanager
@@ -36,7 +41,7 @@ async def server_for(transport: str, bridge: Bridge) -> AsyncIterator[Bridge | s
 
 
 async def test_concurrent_clients_get_their_own_replies(transport: str) -> None:
-    bridge = Bridge.build(make_executor(), Settings())
+    bridge = Bridge.build(make_executor(), settings_for(transport))
 
     async def one_client(target: object, index: int) -> list[str]:
         async with open_session(transport, target, Inbox()) as client:
@@ -62,7 +67,7 @@ async def test_a_client_leaving_mid_call_does_not_affect_the_others(transport: s
 
     registry = make_registry()
     registry.register("demo.hold", module_of(hold, input=SlowIn, output=EchoOut))
-    bridge = Bridge.build(make_executor(registry), Settings())
+    bridge = Bridge.build(make_executor(registry), settings_for(transport))
     async with server_for(transport, bridge) as target, asyncio.timeout(60):
         async with open_session(transport, target, Inbox()) as stayer:
             leaver_started = asyncio.Event()
