@@ -97,7 +97,9 @@ def create_app(
     take_over_stream_draining()
     # One MCP endpoint per toolset of the upstream config (the main toolset is /mcp itself).
     endpoints = (
-        ToolsetEndpoints(bridge.executor, settings, sdk_security, bridge.limits) if bridge.upstream_config else None
+        ToolsetEndpoints(bridge.executor, settings, sdk_security, bridge.limits, metrics.answered_direct)
+        if bridge.upstream_config
+        else None
     )
     service = BridgeService(bridge, toolsets=endpoints)
 

@@ -48,7 +48,14 @@ from mcp.shared.inbound import (
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import HEADER_MISMATCH, LOG_LEVEL_META_KEY, ErrorData, JSONRPCError, JSONRPCNotification
+from mcp_types import (
+    HEADER_MISMATCH,
+    LOG_LEVEL_META_KEY,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCResponse,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
@@ -237,7 +244,10 @@ class _Reply:
 
     async def result(self, result: dict[str, Any]) -> None:
         self.cancel_pings()
-        await self._finish(200, {"jsonrpc": "2.0", "id": self._id, "result": result})
+        # Through the model, as the SDK writes it: JSON mode also turns what a short-circuiting
+        # middleware may return unconverted (a datetime, NaN) into JSON the way the SDK does.
+        reply = JSONRPCResponse(jsonrpc="2.0", id=self._id, result=result)
+        await self._finish(200, reply.model_dump(**_DUMP))
 
     async def error(self, code: int, message: str, data: Any = None) -> None:
         self.cancel_pings()

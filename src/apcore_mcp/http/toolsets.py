@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,11 +101,14 @@ class ToolsetEndpoints:
         settings: Settings,
         security: TransportSecuritySettings | None = None,
         limits: CallLimits | None = None,
+        on_direct: Callable[[str], None] | None = None,
     ) -> None:
         self._executor = executor
         self._settings = settings
         self._security = security
         self._limits = limits
+        self._on_direct = on_direct
+        """Told each method a toolset's direct path answers (the app's metrics, as for /mcp)."""
         self._endpoints: dict[str, ToolsetEndpoint] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -177,7 +180,9 @@ class ToolsetEndpoints:
             max_sessions=settings.max_sessions,
             max_request_body_size=settings.max_body_bytes,
         )
-        front = McpFront(manager.handle_request, direct=DirectPath(manager) if settings.direct_path else None)
+        front = McpFront(
+            manager.handle_request, direct=DirectPath(manager, self._on_direct) if settings.direct_path else None
+        )
         endpoint = ToolsetEndpoint(toolset.name, selection, bridge, manager, front)
         await self._task_group.start(self._serve, endpoint)
         logger.info("Toolset %r served at %s", toolset.name, TOOLSET_PATH.format(name=toolset.name))
