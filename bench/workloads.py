@@ -1,6 +1,6 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
 ``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``, 13 ``bench.soak``, 14
-``bench.capacity``; ``WORKLOADS`` names them all.
+``bench.capacity``, 15 ``bench.scale``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -35,6 +35,7 @@ from bench.interactive import interactive
 from bench.pipeline import pipeline
 from bench.replicas import replicas
 from bench.rows import BARE, BARE_DIRECT, FLOOR, OURS, REF, Config, figure, guard, ref_json, row
+from bench.scale import scale
 from bench.soak import soak
 from bench.throughput import throughput
 from bench.upstream import tool_search, upstream_call
@@ -348,4 +349,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "replicas": replicas,
     "soak": soak,
     "capacity": capacity,
+    "scale": scale,
 }

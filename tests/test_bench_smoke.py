@@ -7,6 +7,7 @@ reply was lost or misrouted. Bounded to about a minute.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from bench.capacity import server_table
@@ -60,6 +61,8 @@ def test_workload_runs(config: Config, name: str) -> None:
             assert ours == 0, row["details"]  # no errors, lost or misrouted replies
         elif row["unit"] == "%":  # a share of time, which ours may have brought to zero
             assert 0 <= ours <= 100, row
+        elif row["unit"] in ("exponent", "KiB") and name == "scale":
+            pass  # a growth exponent, or RSS per session, between two tiny sizes may be any finite number
         elif "beyond" not in row["metric"]:  # a difference of two timings may be <= 0 in a tiny run
             assert ours > 0, row
         for value in row["references"].values():
@@ -90,6 +93,8 @@ def test_workload_runs(config: Config, name: str) -> None:
         assert rows[4]["details"]["redis_failures"] == 0
     if name == "capacity":
         check_capacity(rows, config)
+    if name == "scale":
+        check_scale(rows)
     assert render_table(rows)
     assert render_table(rows, markdown=True).count("\n") == len(rows) + 1  # header, rule, one line a row
 
@@ -112,6 +117,17 @@ def check_capacity(rows: list[dict[str, object]], config: Config) -> None:
     assert "5x asgi-httptools-uvloop" in str(rows[1]["target"])
     table = server_table(rows, markdown=True)
     assert table.count("\n") == len(servers) + 1, table
+
+
+def check_scale(rows: list[dict[str, Any]]) -> None:
+    """Every series has its rows and a growth row; every session was still held at the end."""
+    growth = [row for row in rows if row["unit"] == "exponent"]
+    assert len(growth) == 7, [row["metric"] for row in growth]  # build, 2x tools/list, 3x search, sessions
+    assert all(row["details"]["shape"] != "not measured" for row in growth), growth
+    sessions = next(row["details"] for row in rows if row["metric"].startswith("server RSS per idle"))
+    assert "error" not in sessions and set(sessions["alive"]) == {200}, sessions
+    per_size = next(row["details"]["per_size"] for row in rows if row["metric"].startswith("catalog build"))
+    assert all(figures["list_bytes"] > 0 for figures in per_size.values()), per_size
 
 
 @pytest.mark.timeout(120)
