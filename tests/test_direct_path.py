@@ -30,7 +30,7 @@ from mcp.server import _streamable_http_modern as sdk_modern
 from mcp.server.context import ServerRequestContext
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from mcp_types.jsonrpc import HEADER_MISMATCH
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 import apcore_mcp.http.direct as direct_module
 from apcore_mcp import sample
@@ -41,7 +41,7 @@ from apcore_mcp.mcp import sdk_internals
 from apcore_mcp.settings import Settings
 
 from tests._support.hostile import MODERN, MODERN_META, samples
-from tests._support.modules import make_executor, make_registry
+from tests._support.modules import Routed, make_executor, make_registry
 from tests._support.sessions import REPO, running_http
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -128,25 +128,6 @@ class LateBroken:
     async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
         await asyncio.sleep(SLOW_SECONDS)
         raise RuntimeError("gave up late")
-
-
-class RegionIn(BaseModel):
-    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
-    text: str
-
-
-class RegionOut(BaseModel):
-    region: str
-    text: str
-
-
-class Routed:
-    description = "Echo, routed by region (its region argument is mirrored in Mcp-Param-Region)"
-    input_schema = RegionIn
-    output_schema = RegionOut
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"region": inputs["region"], "text": inputs["text"]}
 
 
 class SampledOut(BaseModel):

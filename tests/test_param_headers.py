@@ -15,37 +15,18 @@ import pytest
 from apcore import Registry
 from mcp import Client
 from mcp_types.jsonrpc import HEADER_MISMATCH
-from pydantic import BaseModel, Field
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer
+from tests._support.modules import Routed
 from tests._support.sessions import running_http
 
 KEY = "param-headers-key-" + "k" * 24
 
 TOOL = "geo.routed"
 MODERN = "2026-07-28"
-
-
-class RegionIn(BaseModel):
-    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
-    text: str
-
-
-class RegionOut(BaseModel):
-    region: str
-    text: str
-
-
-class Routed:
-    description = "Echo, routed by region"
-    input_schema = RegionIn
-    output_schema = RegionOut
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        return {"region": inputs["region"], "text": inputs["text"]}
 
 
 def routed_bridge(**settings: Any) -> Bridge:

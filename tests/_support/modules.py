@@ -261,3 +261,22 @@ EXPECTED_TOOLS = sorted(
         *INTERACTIVE_MODULES,
     ]
 )
+
+
+class RegionIn(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    text: str
+
+
+class RegionOut(BaseModel):
+    region: str
+    text: str
+
+
+class Routed:
+    description = "Echo, routed by region (its region argument is mirrored in Mcp-Param-Region)"
+    input_schema = RegionIn
+    output_schema = RegionOut
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"region": inputs["region"], "text": inputs["text"]}

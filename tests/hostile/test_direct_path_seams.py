@@ -23,12 +23,11 @@ from apcore_mcp.settings import Settings
 
 from tests._support.auth import ISSUER, JWKS_URL, Issuer, api_key_entry, bearer, role_executor
 from tests._support.hostile import MODERN_META
-from tests._support.modules import make_executor, make_registry
+from tests._support.modules import Routed, make_executor, make_registry
 from tests.test_direct_path import (
     ECHO,
     ELICITING_META,
     Post,
-    Routed,
     compare,
     post,
     result_of,
