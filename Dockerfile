@@ -43,5 +43,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 # only APCORE_MCP_FORWARDED_ALLOW_IPS (unset here: the socket peer is the client). uvicorn's own
 # rewrite would trust any loopback peer.
 # --http: uvicorn's httptools protocol (the speed extra) with a deadline on request headers
-# (APCORE_MCP_HEADER_TIMEOUT) and their size bound; uvicorn's --loop auto runs uvloop (installed too).
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--http", "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"]
+# (APCORE_MCP_HEADER_TIMEOUT) and their size bound; asyncio's loop, not uvloop (docs/performance.md says why).
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--loop", "asyncio", "--http", "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"]

@@ -1,7 +1,8 @@
 """The servers of the capacity workload, the request they all answer, and their process lifecycle.
 
-Seven servers over the same ``bench.echo``: ours (the CLI, on its default parser and on h11), the
-bare mcp low-level server with and without apcore's Executor (``bench.bare_server``), FastMCP in its own venv
+Nine servers over the same ``bench.echo``: ours (the CLI as started by default, then without the
+direct path, on h11, and on uvloop: what each costs), the bare mcp low-level server with
+and without apcore's Executor (``bench.bare_server``), FastMCP in its own venv
 (``bench/fastmcp_server.py``), and the two ASGI floors (``bench.asgi_floor``). Each runs as one
 process in its own process group on a free 127.0.0.1 port, stopped by that group.
 """
@@ -40,11 +41,13 @@ FLOOR_H11 = "asgi-h11"
 FLOOR_FAST = "asgi-httptools-uvloop"
 OURS_H11 = "ours-h11"
 OURS_SDK_PATH = "ours-sdk-path"
-SERVERS = (OURS, OURS_SDK_PATH, OURS_H11, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
+OURS_UVLOOP = "ours-uvloop"
+SERVERS = (OURS, OURS_SDK_PATH, OURS_H11, OURS_UVLOOP, BARE, BARE_DIRECT, FASTMCP, FLOOR_H11, FLOOR_FAST)
 LABELS = {
-    OURS: "apcore-mcp (CLI; httptools + uvloop where installed)",
+    OURS: "apcore-mcp (CLI; httptools where installed)",
     OURS_SDK_PATH: "apcore-mcp (CLI), --no-direct-path (every request through the SDK's streams)",
     OURS_H11: "apcore-mcp (CLI), --http-parser h11",
+    OURS_UVLOOP: "apcore-mcp (CLI), --event-loop uvloop",
     BARE: "bare mcp 2.3 low-level server + apcore's Executor",
     BARE_DIRECT: "bare mcp 2.3 low-level server, no Executor",
     FASTMCP: 'FastMCP 4.2.3 (mcp.run(transport="http"))',
@@ -99,6 +102,7 @@ def capacity_specs(extensions: Path, names: Sequence[str]) -> list[ServerSpec]:
     ours = specs[OURS]  # the same command on the h11 parser (the loop as ours': what the parser costs)
     specs[OURS_H11] = ServerSpec(OURS_H11, ours.python, [*ours.args, "--http-parser", "h11"])
     specs[OURS_SDK_PATH] = ServerSpec(OURS_SDK_PATH, ours.python, [*ours.args, "--no-direct-path"])
+    specs[OURS_UVLOOP] = ServerSpec(OURS_UVLOOP, ours.python, [*ours.args, "--event-loop", "uvloop"])
     specs[FASTMCP] = ServerSpec(FASTMCP, str(FASTMCP_PYTHON), [str(BENCH_DIR / "fastmcp_server.py")])
     specs[FLOOR_H11] = ServerSpec(FLOOR_H11, floor[0], [*floor[1:], "h11"])
     specs[FLOOR_FAST] = ServerSpec(FLOOR_FAST, floor[0], [*floor[1:], "httptools"])

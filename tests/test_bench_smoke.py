@@ -112,6 +112,8 @@ def check_capacity(rows: list[dict[str, object]], config: Config) -> None:
         assert result["probe"]["status"] == 200, result
     assert details["asgi-httptools-uvloop"]["native"] == {"uvloop": True, "httptools": True}
     assert details["asgi-h11"]["native"] == {"uvloop": False, "httptools": False}
+    assert details["ours"]["native"] == {"uvloop": False, "httptools": True}  # the default loop is asyncio's
+    assert details["ours-uvloop"]["native"] == {"uvloop": True, "httptools": True}
     # The targets sit on the 10-connection rows, each with its own verdict.
     assert "3x fastmcp-4.2.3" in str(rows[0]["target"]) and "2x bare-no-executor" in str(rows[0]["target"])
     assert "5x asgi-httptools-uvloop" in str(rows[1]["target"])

@@ -38,9 +38,11 @@ class ServiceSettings:
         choices=HTTP_PARSERS,
     )
     event_loop: str = option(
-        "auto",
-        "event loop of the HTTP server: `uvloop` (faster; the `speed` extra), `asyncio`, or `auto` "
-        "(uvloop when installed)",
+        # Measured (docs/performance.md): uvloop serves a call no cheaper than asyncio here, and from
+        # a server's second wave of 200 connections one request in ten waits about a second on it.
+        "asyncio",
+        "event loop of the HTTP server: `asyncio`, `uvloop` (the `speed` extra; no faster for this "
+        "server, and a seconds-long p99 from 200 connections on), or `auto` (uvloop when installed)",
         group="service",
         kind="choice",
         choices=EVENT_LOOPS,
