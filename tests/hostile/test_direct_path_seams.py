@@ -2,8 +2,10 @@
 
 The harness of ``tests/test_direct_path.py``: the same registry served with ``direct_path`` on and
 off, the same raw POST to both, one answer expected, and the direct path's counter (a toolset
-endpoint's included) saying which path answered. Each test would go red if the direct path skipped the check it is named for: the caller's identity, its own limits,
-the per-caller tool list, the approval's single use, a toolset's own catalog.
+endpoint's included) saying which path answered. Each test would go red if the direct path
+skipped the check it is named for: the caller's identity, its own limits (as a trusted proxy
+names it), the per-caller tool list, search mode's scopes, the approval's single use, a
+toolset's own catalog.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge.metatools import INVOKE_TOOL, SEARCH_TOOLS
 from apcore_mcp.limits import RATE_LIMITED
 from apcore_mcp.settings import Settings
 
@@ -162,6 +165,48 @@ async def test_rate_limits_count_each_caller_alike_on_both_paths() -> None:
         assert limited.json()["error"]["code"] == RATE_LIMITED
         bob = await compare(pair, as_caller(ECHO, BOB), took="tools/call")  # alice's bucket is not bob's
         assert result_of(bob)["isError"] is False
+
+
+async def test_a_trusted_proxy_names_the_caller_whose_bucket_a_direct_call_takes() -> None:
+    """Behind a listed proxy each forwarded client has its own bucket; unlisted, a header changes nothing."""
+    behind = {"rate_limit": 0.01, "rate_burst": 1, "forwarded_allow_ips": ("127.0.0.1",)}
+    async with serving_pair(seam_bridge, **behind) as pair:
+        alice, bob = ECHO.with_headers(x_forwarded_for="203.0.113.7"), ECHO.with_headers(x_forwarded_for="198.51.100.9")
+        assert result_of(await compare(pair, alice, took="tools/call"))["isError"] is False
+        limited = await compare(pair, alice, took="tools/call")
+        assert limited.json()["error"]["code"] == RATE_LIMITED
+        assert result_of(await compare(pair, bob, took="tools/call"))["isError"] is False
+    async with serving_pair(seam_bridge, rate_limit=0.01, rate_burst=1) as pair:  # no proxy listed
+        assert result_of(await compare(pair, ECHO, took="tools/call"))["isError"] is False
+        posing = ECHO.with_headers(x_forwarded_for="198.51.100.10")  # not a new caller for writing a header
+        assert (await compare(pair, posing, took="tools/call")).json()["error"]["code"] == RATE_LIMITED
+
+
+# -- search mode and scopes -------------------------------------------------------------------
+
+CAROL = "carol-key-" + "c" * 30  # holds "demo"
+
+
+def search_bridge(**settings: Any) -> Bridge:
+    keys = (api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="demo"))
+    scoped = {"auth_api_keys": keys, "auth_tool_scopes": ("demo.*=demo",), "tool_mode": "search"}
+    return seam_bridge(**KEYS, **scoped, **settings)
+
+
+async def test_search_mode_hides_a_scoped_tool_from_a_caller_without_the_scope_on_both_paths() -> None:
+    """search_tools and invoke_tool answer through the direct path with the same hiding as the SDK's."""
+    search = tool(SEARCH_TOOLS, {"query": "echo text", "limit": 50})
+    invoke = tool(INVOKE_TOOL, {"name": "demo.echo", "arguments": {"text": "hi"}})
+    async with serving_pair(search_bridge) as pair:
+        found = {}
+        for who, key in (("alice", ALICE), ("carol", CAROL)):
+            result = result_of(await compare(pair, as_caller(search, key), took="tools/call"))
+            found[who] = {entry["name"] for entry in result["structuredContent"]["tools"]}
+        assert "demo.echo" in found["carol"] and "demo.echo" not in found["alice"]
+        hidden = result_of(await compare(pair, as_caller(invoke, ALICE), took="tools/call"))
+        assert hidden["isError"] is True and "not found" in json.dumps(hidden["content"])
+        ran = result_of(await compare(pair, as_caller(invoke, CAROL), took="tools/call"))
+        assert ran["isError"] is False
 
 
 # -- lists filtered per caller ----------------------------------------------------------------
