@@ -83,36 +83,37 @@ def list_tools_server_time(extensions: Path, reps: int = 5, *, bare: bool = Fals
     bridge = None if bare else Bridge.build(registry, Settings())
     server = build_bare_server(registry, use_executor=True) if bridge is None else bridge.server
 
-    async def run() -> tuple[list[float], int, int]:
-        async with create_client_server_memory_streams() as (client, server_side), anyio.create_task_group() as tg:
-            read, write = client
-            tg.start_soon(server.run, server_side[0], server_side[1], server.create_initialization_options())
-            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}
-            await write.send(
-                SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=0, method="initialize", params=init))
-            )
-            await read.receive()
-            await write.send(
-                SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
-            )
-            times: list[float] = []
-            size = tools = 0
-            for request_id in range(1, reps + 2):
-                started = time.perf_counter()
-                request = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params={})
-                await write.send(SessionMessage(request))
-                answer = await read.receive()
-                assert isinstance(answer, SessionMessage), answer
-                body = answer.message.model_dump_json(by_alias=True, exclude_unset=True)
-                elapsed = (time.perf_counter() - started) * 1000
-                if request_id > 1:  # the first answer warms what a server may warm
-                    times.append(elapsed)
-                size, tools = len(body), len(json.loads(body)["result"]["tools"])
-            tg.cancel_scope.cancel()
-        return times, size, tools
-
-    times, size, tools = anyio.run(run)
+    every, size, tools = anyio.run(tools_list_times, server, reps + 1)
+    times = every[1:]  # the first answer warms what a server may warm
     return {"median_ms": median(times), "min_ms": min(times), "bytes": size, "tools": tools}
+
+
+async def tools_list_times(server: Any, count: int) -> tuple[list[float], int, int]:
+    """``count`` timed ``tools/list`` answers of ``server`` in one in-memory session (handshake first).
+
+    Each time runs from the request sent to the answer rendered as wire JSON; with the last
+    answer's size in bytes and its number of tools.
+    """
+    times: list[float] = []
+    size = tools = 0
+    async with create_client_server_memory_streams() as (client, server_side), anyio.create_task_group() as tg:
+        read, write = client
+        tg.start_soon(server.run, server_side[0], server_side[1], server.create_initialization_options())
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}
+        await write.send(SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=0, method="initialize", params=init)))
+        await read.receive()
+        await write.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+        for request_id in range(1, count + 1):
+            started = time.perf_counter()
+            request = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params={})
+            await write.send(SessionMessage(request))
+            answer = await read.receive()
+            assert isinstance(answer, SessionMessage), answer
+            body = answer.message.model_dump_json(by_alias=True, exclude_unset=True)
+            times.append((time.perf_counter() - started) * 1000)
+            size, tools = len(body), len(json.loads(body)["result"]["tools"])
+        tg.cancel_scope.cancel()
+    return times, size, tools
 
 
 def call_overhead(extensions: Path, calls: int = 1000) -> dict[str, Any]:

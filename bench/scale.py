@@ -38,10 +38,7 @@ from typing import Any
 
 import anyio
 import httpx
-import mcp.types as types
 from apcore import Executor, Registry
-from mcp.shared.memory import create_client_server_memory_streams
-from mcp.shared.message import SessionMessage
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
@@ -49,8 +46,9 @@ from bench.capacity import measure_once
 from bench.capacity_servers import check_reply, load_for, rss_mib, serving
 from bench.catalogs import GeneratedTool, generated
 from bench.common import ServerSpec, median, open_handshake_session, percentile, server_specs
+from bench.inproc import tools_list_times
 from bench.rows import OURS, Config, row
-from bench.upstream import EXAMPLES, _search_times
+from bench.upstream import EXAMPLES, search_times
 from bench.wrk import run_wrk
 
 WORKLOAD = "15 scale"
@@ -175,34 +173,9 @@ def register_fast(registry: Registry, n: int, *, budget_s: float = REGISTER_BUDG
 
 
 async def list_times(bridge: Bridge, repeats: int) -> dict[str, Any]:
-    """``tools/list`` server time: request in, wire JSON out, through the server's real loop.
-
-    One in-memory session (handshake first); the first answer, then ``repeats`` more.
-    """
-    server = bridge.server
-    first, again, tools, size = 0.0, [], 0, 0
-    async with create_client_server_memory_streams() as (client, server_side), anyio.create_task_group() as tg:
-        read, write = client
-        tg.start_soon(server.run, server_side[0], server_side[1], server.create_initialization_options())
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "scale", "version": "0"}}
-        await write.send(SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=0, method="initialize", params=init)))
-        await read.receive()
-        await write.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
-        for request_id in range(1, repeats + 2):
-            started = time.perf_counter()
-            request = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list", params={})
-            await write.send(SessionMessage(request))
-            answer = await read.receive()
-            assert isinstance(answer, SessionMessage), answer
-            body = answer.message.model_dump_json(by_alias=True, exclude_unset=True)
-            elapsed = (time.perf_counter() - started) * 1000
-            if request_id == 1:
-                first = elapsed
-                tools, size = body.count('"inputSchema"'), len(body)
-            else:
-                again.append(elapsed)
-        tg.cancel_scope.cancel()
-    return {"first_ms": first, "repeat_ms": again, "tools": tools, "bytes": size}
+    """``tools/list`` server time (``bench.inproc.tools_list_times``): the first answer, then ``repeats`` more."""
+    times, size, tools = await tools_list_times(bridge.server, repeats + 1)
+    return {"first_ms": times[0], "repeat_ms": times[1:], "tools": tools, "bytes": size}
 
 
 def build_rows(p: Plan) -> list[dict[str, Any]]:
@@ -268,7 +241,7 @@ def search_rows(p: Plan, calls: int) -> list[dict[str, Any]]:
         started = time.perf_counter()
         bridge.search.index()
         index_ms = (time.perf_counter() - started) * 1000
-        times = anyio.run(_search_times, bridge, calls)
+        times = anyio.run(search_times, bridge, calls)
         series[n] = {
             "p50_ms": median(times),
             "p99_ms": percentile(times, 99),

@@ -133,7 +133,7 @@ def _search_bridge(n: int) -> Bridge:
     return Bridge.build(Executor(registry), Settings(tool_mode="search"))
 
 
-async def _search_times(bridge: Bridge, calls: int) -> list[float]:
+async def search_times(bridge: Bridge, calls: int) -> list[float]:
     async def search(i: int) -> Any:
         outcome = await bridge.router.call("search_tools", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
         assert outcome.rendered is not None, outcome
@@ -152,7 +152,7 @@ def tool_search(cfg: Config) -> list[dict[str, Any]]:
         assert bridge.search is not None
         bridge.search.index()
         index_ms = (time.perf_counter() - started) * 1000
-        times = anyio.run(_search_times, bridge, cfg.search_calls)
+        times = anyio.run(search_times, bridge, cfg.search_calls)
         p50 = median(times)
         target = "p50 < 5 ms" if n >= 10_000 else None
         rows.append(

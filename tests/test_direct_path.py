@@ -1073,13 +1073,6 @@ async def test_every_registered_request_method_is_direct_or_the_sdks() -> None:
     assert not DIRECT_METHODS & SDK_ONLY
 
 
-async def test_the_mirrored_sdk_constants_equal_the_sdks() -> None:
-    interval, headers = sdk_modern._SSE_PING_INTERVAL, list(sdk_modern._SSE_HEADERS)
-    assert (interval, headers) == (sdk_internals.SSE_PING_INTERVAL, sdk_internals.SSE_HEADERS)
-    # What the direct path imported is what it uses (tests shrink the interval in both modules).
-    assert (vars(direct_module)["SSE_PING_INTERVAL"], vars(direct_module)["SSE_HEADERS"]) == (interval, headers)
-
-
 # -- per-caller limits ----------------------------------------------------------------------------
 
 

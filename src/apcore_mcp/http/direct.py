@@ -56,7 +56,6 @@ from mcp_types import (
     JSONRPCNotification,
     JSONRPCResponse,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -88,11 +87,12 @@ DIRECT_METHODS: Final = frozenset(
 """Methods that answer with one result. ``subscriptions/listen`` is a stream; anything else
 (``ping``, ``initialize``, unknown methods: ``-32601`` at 2026-07-28) is the SDK's to answer."""
 
-_VERSION_HEADER = b"mcp-protocol-version"
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 _PARAM_PREFIX_BYTES = _PARAM_PREFIX.encode()
 _JSON_HEADERS = (b"content-type", b"application/json")
 _PING = b": ping\r\n\r\n"
+_DUMP: Final[dict[str, Any]] = {"mode": "json", "by_alias": True, "exclude_none": True}
+"""How the SDK dumps a JSON-RPC message before ``json.dumps``."""
 _SCHEMA_MEMO_MAX = 4096
 
 
@@ -116,7 +116,8 @@ class DirectPath:
     def takes(self, scope: Scope, message: JSONValue) -> bool:
         """Whether this request is one to answer here; anything else is the SDK's, untouched.
 
-        ``message`` is the decoded body, whose ``id`` the caller has already checked.
+        ``message`` is the decoded body of a request the caller routed as 2026-07-28 (by its
+        version header, as the SDK's manager does), whose ``id`` it has already checked.
         """
         if not isinstance(message, dict) or "id" not in message or message.get("jsonrpc") != "2.0":
             return False
@@ -124,7 +125,7 @@ class DirectPath:
         params = message.get("params")
         if method not in DIRECT_METHODS or not (params is None or isinstance(params, dict)):
             return False
-        if not _modern(scope) or not manager_started(self.manager):
+        if not manager_started(self.manager):
             return False
         if params is None:
             return True
@@ -154,18 +155,19 @@ class DirectPath:
         request_id = message["id"]
         duplicated = find_duplicated_routing_header(request.headers.items())
         if duplicated is not None:
-            await _write_error(send, request_id, HEADER_MISMATCH, f"{duplicated} header appears more than once")
+            message_text = f"{duplicated} header appears more than once"
+            await _reject(send, request_id, InboundLadderRejection(code=HEADER_MISMATCH, message=message_text))
             return
         verdict = classify_inbound_request(message, headers=dict(request.headers))
         if isinstance(verdict, InboundLadderRejection):
-            await _write_error(send, request_id, verdict.code, verdict.message, verdict.data)
+            await _reject(send, request_id, verdict)
             return
         method: str = message["method"]
         params: dict[str, Any] | None = message.get("params")
         if method == "tools/call" and params is not None:
             rejection = self._param_rejection(params, request)
             if rejection is not None:
-                await _write_error(send, request_id, rejection.code, rejection.message, rejection.data)
+                await _reject(send, request_id, rejection)
                 return
         connection = Connection.from_envelope(
             verdict.protocol_version, verdict.client_info, verdict.client_capabilities
@@ -187,11 +189,9 @@ class DirectPath:
                 lifespan_state=manager_lifespan_state(self.manager),
             )
         except Exception as exc:  # noqa: BLE001 - the SDK's boundary: every handler error becomes a reply
-            reply.cancel_pings()
-            error = error_data_of(exc)
-            await reply.error(error.code, error.message, error.data)
+            await reply.error(error_data_of(exc))
             return
-        except BaseException:
+        except BaseException:  # cancelled (the client left): no reply, and no ping after it
             reply.cancel_pings()
             raise
         await reply.result(result)
@@ -249,11 +249,9 @@ class _Reply:
         reply = JSONRPCResponse(jsonrpc="2.0", id=self._id, result=result)
         await self._finish(200, reply.model_dump(**_DUMP))
 
-    async def error(self, code: int, message: str, data: Any = None) -> None:
+    async def error(self, error: ErrorData) -> None:
         self.cancel_pings()
-        body = JSONRPCError(jsonrpc="2.0", id=self._id, error=ErrorData(code=code, message=message, data=data))
-        dumped = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-        await self._finish(ERROR_CODE_HTTP_STATUS.get(code, 200), dumped)
+        await self._finish(*_error_reply(self._id, error))
 
     async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
         """A request-scoped notification: commits the event stream (SSE mode) or is dropped (JSON mode)."""
@@ -278,10 +276,7 @@ class _Reply:
             if self._committed:  # after a commit, errors travel in the stream with HTTP 200
                 await self._send({"type": "http.response.body", "body": _event(body), "more_body": False})
                 return
-            data = json.dumps(body, separators=(",", ":")).encode()
-            headers = [(b"content-length", str(len(data)).encode()), _JSON_HEADERS]
-            await self._send({"type": "http.response.start", "status": status, "headers": headers})
-            await self._send({"type": "http.response.body", "body": data})
+            await _send_json(self._send, status, body)
 
     async def _commit(self) -> None:
         if not self._committed:
@@ -297,9 +292,6 @@ class _Reply:
                 await self._commit()
                 await self._send({"type": "http.response.body", "body": _PING, "more_body": True})
             await asyncio.sleep(SSE_PING_INTERVAL)
-
-
-_DUMP: Final[dict[str, Any]] = {"mode": "json", "by_alias": True, "exclude_none": True}
 
 
 class _Dispatch:
@@ -340,25 +332,28 @@ class _Dispatch:
         return None  # taken only without a progress token
 
 
-async def _write_error(send: Send, request_id: str | int, code: int, message: str, data: Any = None) -> None:
+async def _reject(send: Send, request_id: str | int, rejection: InboundLadderRejection) -> None:
     """A transport-ladder rejection: JSON with the table's status, before anything could stream."""
-    body = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message, data=data))
-    payload = json.dumps(body.model_dump(**_DUMP), separators=(",", ":")).encode()
-    headers = [(b"content-length", str(len(payload)).encode()), _JSON_HEADERS]
-    await send({"type": "http.response.start", "status": ERROR_CODE_HTTP_STATUS.get(code, 200), "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
+    error = ErrorData(code=rejection.code, message=rejection.message, data=rejection.data)
+    await _send_json(send, *_error_reply(request_id, error))
+
+
+def _error_reply(request_id: str | int, error: ErrorData) -> tuple[int, dict[str, Any]]:
+    """The HTTP status (the SDK's table) and body of a JSON-RPC error reply."""
+    body = JSONRPCError(jsonrpc="2.0", id=request_id, error=error).model_dump(**_DUMP)
+    return ERROR_CODE_HTTP_STATUS.get(error.code, 200), body
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    """One JSON response, encoded and headed as the SDK's Starlette ``Response`` would be."""
+    data = json.dumps(body, separators=(",", ":")).encode()
+    headers = [(b"content-length", str(len(data)).encode()), _JSON_HEADERS]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 def _event(body: dict[str, Any]) -> bytes:
     return b"event: message\r\ndata: " + json.dumps(body, separators=(",", ":")).encode() + b"\r\n\r\n"
-
-
-def _modern(scope: Scope) -> bool:
-    """The manager's routing rule: the first version header, naming no handshake-era revision."""
-    for key, value in scope["headers"]:
-        if key == _VERSION_HEADER:
-            return value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
-    return False
 
 
 def _has_param_header(scope: Scope) -> bool:

@@ -93,10 +93,12 @@ class McpFront:
             return
         found = message.get("id") if isinstance(message, dict) and "method" in message else None
         request_id = found if isinstance(found, str | int) else None  # a valid id, as checked above
-        if self.direct is not None and isinstance(message, dict) and self.direct.takes(scope, message):
-            await self._serve(scope, body, receive, send, request_id, functools.partial(self.direct.answer, message))
+        modern = _is_modern(scope)
+        if modern and self.direct is not None and isinstance(message, dict) and self.direct.takes(scope, message):
+            answer = functools.partial(self.direct.answer, message)
+            await self._serve(scope, body, receive, send, request_id, modern, answer)
             return
-        await self._serve(scope, body, receive, send, request_id)
+        await self._serve(scope, body, receive, send, request_id, modern)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         last_event_id = _header(scope, _LAST_EVENT_ID)
@@ -113,7 +115,7 @@ class McpFront:
         if waiting is not None:
             waiting.cancel()  # the client came back for the stream: its call goes on
         # A resumed request stream that breaks again is watched like the POST that started it.
-        await self._serve(scope, None, receive, send, stream if waiting is not None else None)
+        await self._serve(scope, None, receive, send, stream if waiting is not None else None, _is_modern(scope))
 
     async def _serve(
         self,
@@ -122,6 +124,7 @@ class McpFront:
         receive: Receive,
         send: Send,
         request_id: str | int | None,
+        modern: bool,
         app: ASGIApp | None = None,
     ) -> None:
         """Run ``app`` (the SDK's unless given); if the client leaves before the response ends, cancel its request.
@@ -146,7 +149,6 @@ class McpFront:
                 complete = True
             await send(message)
 
-        modern = _is_modern(scope)
         with anyio.CancelScope() as serving:
 
             async def watch_client() -> None:
