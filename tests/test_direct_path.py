@@ -249,6 +249,7 @@ def tool(name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -
 
 SEALED = re.compile(rb'"requestState":"[^"]*"')
 RETRY_AFTER = re.compile(rb'"retryAfter":[0-9.e-]+')
+RETRY_IN = re.compile(rb"retry in [0-9.]+s")
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,9 @@ class Answer:
 def answer_of(response: httpx.Response) -> Answer:
     raw = response.content
     body = SEALED.sub(b'"requestState":"<sealed>"', raw)
-    body = RETRY_AFTER.sub(b'"retryAfter":"<seconds>"', body)  # when a bucket refills: the clock's
+    # When a bucket refills is the clock's, in the data and in the message ("retry in 99.9s" or 100.0s).
+    body = RETRY_AFTER.sub(b'"retryAfter":"<seconds>"', body)
+    body = RETRY_IN.sub(b"retry in <seconds>s", body)
     headers = []
     for key, value in response.headers.multi_items():
         if key == "date":
@@ -1083,4 +1086,5 @@ async def test_a_rate_limited_call_is_answered_alike() -> None:
         limited = await compare(pair, ECHO, took="tools/call")
         error = limited.json()["error"]
         assert (limited.status, error["code"], error["data"]["retryAfter"]) == (200, RATE_LIMITED, "<seconds>")
+        assert error["message"] == "Rate limit exceeded; retry in <seconds>s"
         assert result_of(await compare(pair, LIST, took="tools/list"))["tools"]  # only calls are limited
