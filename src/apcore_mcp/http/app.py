@@ -2,8 +2,9 @@
 
 Routes: ``/mcp`` (Streamable HTTP), ``/sse`` + ``/messages/`` (legacy SSE), ``GET /health``
 (liveness), ``GET /ready`` (readiness), ``GET /metrics`` (Prometheus), ``GET /openai/tools``
-and, when enabled, the explorer. Every request is timed (``HttpMetrics``), then passes the
-Host/Origin guard, then has its body read within the size limit and deadline (``BodyGuard``).
+and, when enabled, the explorer (with ``{prefix}/mcp``: the ``/mcp`` app behind the explorer's rules).
+Every request is timed (``HttpMetrics``), then passes the Host/Origin guard, then has its body read
+within the size limit and deadline (``BodyGuard``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
+from apcore_mcp.http.explorer_mcp import ExplorerMcp
 from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
@@ -112,11 +114,9 @@ def create_app(
     def streams(app: ASGIApp, route: str) -> ASGIApp:
         return StreamCounter(app, metrics.open_streams, route)
 
+    mcp = streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct), MCP_PATH)
     routes: list[BaseRoute] = [
-        Route(
-            MCP_PATH,
-            endpoint=streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct), MCP_PATH),
-        ),
+        Route(MCP_PATH, endpoint=mcp),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=sse.handle_post_message),
         *service_routes(service, metrics),
@@ -124,6 +124,9 @@ def create_app(
     ]
     if settings.explorer:
         routes += explorer_routes(bridge, gate)
+        # The page speaks MCP to this very app (sessions, direct path, metrics shared), behind its rules.
+        explorer_mcp = ExplorerMcp(mcp, bridge, gate)
+        routes.append(Route(f"{settings.explorer_prefix}{MCP_PATH}", explorer_mcp, methods=["GET", "POST", "DELETE"]))
     if auth is not None:
         routes += auth.routes
     middleware = middleware_stack(settings, policy, auth, metrics)

@@ -13,6 +13,9 @@ What it does to a request, in order:
    resource_metadata="..."`` (and ``error="invalid_token"`` when one was sent), 403
    ``insufficient_scope`` naming the scopes needed (global, per route, per tool when the
    request names one: the explorer's call route, or ``Mcp-Name`` on a 2026-07-28 call).
+   The explorer's MCP endpoint (``{prefix}/mcp``) is the explorer's resource (its URL is under
+   it, which OAuth clients check, and the page holds the explorer's token) with every scope
+   ``/mcp`` needs: its route rules too, and ``Mcp-Name``'s tool scopes.
 5. The principal goes into the ASGI scope three ways: ours (``principal.PRINCIPAL_KEY``,
    read by ``identity_of``), and the MCP SDK's ``scope["user"]``/``scope["auth"]``. The
    SDK's transports bind each Streamable HTTP and SSE session to that user (another
@@ -116,7 +119,7 @@ class AuthPolicy:
         if prefix is not None and path.startswith(f"{prefix}/tools/") and path.endswith("/call"):
             tool = path[len(prefix) + len("/tools/") : -len("/call")]
             return tool if tool and "/" not in tool else None
-        if path == MCP_RESOURCE:
+        if path == MCP_RESOURCE or (prefix is not None and path == prefix + MCP_RESOURCE):
             headers = dict(scope["headers"])
             if headers.get(b"mcp-method") == b"tools/call" and b"mcp-name" in headers:
                 name: bytes = headers[b"mcp-name"]
@@ -124,7 +127,11 @@ class AuthPolicy:
         return None
 
     def required(self, scope: Scope) -> frozenset[str]:
-        needed = self.global_scopes | route_scopes(self.route_rules, scope["path"])
+        path: str = scope["path"]
+        needed = self.global_scopes | route_scopes(self.route_rules, path)
+        if self.explorer_prefix is not None and path == self.explorer_prefix + MCP_RESOURCE:
+            # The /mcp app under another path: a rule on /mcp cannot be walked around through it.
+            needed |= route_scopes(self.route_rules, MCP_RESOURCE)
         tool = self.tool_of(scope)
         return needed | tool_scopes(self.tool_rules, tool) if tool is not None else needed
 

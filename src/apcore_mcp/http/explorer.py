@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -42,6 +43,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls import CallOutcome
 from apcore_mcp.content import RenderedOutput
 from apcore_mcp.context import CallContext
+from apcore_mcp.declared import options
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
@@ -56,6 +58,16 @@ PAGE_NAME = "explorer.html"
 MAX_ARGUMENT_DEPTH = 64
 """Deepest nesting of lists and objects accepted in explorer call arguments."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+PROTOCOL_VERSIONS = sorted(SUPPORTED_PROTOCOL_VERSIONS, reverse=True)
+"""The MCP revisions the page may offer, newest first (dates sort as strings)."""
+_EXECUTE = next(option for option in options() if option.name == "allow_execute")
+EXECUTE_SETTING = {
+    "flag": str(_EXECUTE.flag),
+    "env": str(_EXECUTE.env_var),
+    "risk": "Anyone who can open the explorer can then run this server's tools from a browser "
+    "(off loopback with the explorer token, or their own token when authentication is on).",
+}
+"""How ``allow_execute`` is turned on and what that risks (``/config`` sends it; refusals name it)."""
 CONFIRM_HEADER = "x-apcore-confirm"
 """Set to the tool's name by the page once the person confirmed the call in its dialog."""
 _STATUS_BY_KIND = {
@@ -192,6 +204,9 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "allowExecute": settings.allow_execute,
                 "tokenRequired": gate.enabled and gate.required(request.scope),
                 "authRequired": settings.auth != "none",
+                "mcpPath": f"{prefix}/mcp",
+                "protocolVersions": PROTOCOL_VERSIONS,
+                "executeSetting": EXECUTE_SETTING,
             }
         )
 

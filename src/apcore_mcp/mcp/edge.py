@@ -15,6 +15,9 @@ from apcore_mcp.limits import principal_key
 from apcore_mcp.mcp.peer import HandshakePeer, LogLevels, ModernPeer, is_modern
 from apcore_mcp.principal import principal_of
 
+EXPLORER_SCOPE_KEY = "apcore_mcp.explorer"
+"""ASGI scope key set on requests that came through the explorer's MCP endpoint (``http/explorer_mcp.py``)."""
+
 Identify = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 """Who is calling, from the request (an authenticated HTTP principal, the stdio operator identity)."""
 
@@ -58,6 +61,6 @@ class Edge:
             principal=principal_of(scope),  # its token's scopes, checked on the module the router will run
             caller=principal_key(scope),
             meta={"progressToken": progress_token} if progress_token is not None else {},
-            origin="mcp",
+            origin="explorer" if scope is not None and EXPLORER_SCOPE_KEY in scope else "mcp",
             release=ctx.close_sse_stream,
         )

@@ -1,0 +1,189 @@
+"""The explorer's MCP endpoint: ``{prefix}/mcp``, the very ``/mcp`` app behind the explorer's rules.
+
+The page drives the server through MCP itself (either era), so its calls take the path every
+MCP call takes: the same session manager and direct path, the call router's authorization,
+limits and approval. ``ExplorerMcp`` (pure ASGI) refuses, before the MCP app sees a request:
+
+- a request not from the page's own origin (``same_origin``): 403;
+- without the explorer token when one is needed (``ExecuteGate``; with auth on, the auth
+  middleware has already checked the caller's own token): 401;
+- a body that is not one JSON object: a batch 400 (one could hide a call from the checks
+  below), unparseable JSON 400 (what this gate cannot read is not passed on);
+- with ``allow_execute`` off, a method that runs module code: 403 naming the setting.
+  ``tools/call``, and ``resources/read`` of anything but a static ``docs://`` resource (a
+  module resource runs its module). ``prompts/get`` renders prompt files and asks the user
+  for inputs, ``completion/complete`` answers declared values: neither runs a module;
+- ``tools/call`` of a destructive tool the server will not itself ask about (its approval is
+  asked by our ``MCPApprovalHandler`` only) without ``X-Apcore-Confirm`` naming it: 428. In
+  search mode ``invoke_tool`` is judged by the tool it invokes.
+
+What passes reaches the MCP app with its body replayed (``BodyGuard`` already bounded it) and
+the scope marked ``EXPLORER_SCOPE_KEY``, so its calls are the explorer's (``CallContext.origin``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from apcore_mcp.approval import mcp_approval_handler
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.body import replaying, send_json
+from apcore_mcp.http.explorer import CONFIRM_HEADER, EXECUTE_SETTING, ExecuteGate, same_origin
+from apcore_mcp.http.metrics import REASON_SCOPE_KEY
+from apcore_mcp.mcp.edge import EXPLORER_SCOPE_KEY
+from apcore_mcp.principal import identity_of
+from apcore_mcp.records import ToolRecord
+from apcore_mcp.resources import DOCS_SCHEME
+
+INVOKE_TOOL = "invoke_tool"
+"""Search mode's meta-tool that runs another (``bridge.metatools.INVOKE_TOOL``; that module is
+imported only in search mode)."""
+_CONFIRM = CONFIRM_HEADER.encode()
+EXECUTION_OFF = (
+    f"Tool execution from the explorer is off: start the server with {EXECUTE_SETTING['flag']} "
+    f"(or {EXECUTE_SETTING['env']}=true) to turn it on. {EXECUTE_SETTING['risk']}"
+)
+
+Refusal = tuple[int, str, dict[str, Any]]
+"""An HTTP status, the reason counted in the metrics, and the JSON-RPC ``error`` object to answer with."""
+
+
+class ExplorerMcp:
+    """Pure ASGI: the explorer's rules in front of the ``/mcp`` app ``app`` (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, bridge: Bridge, gate: ExecuteGate) -> None:
+        self.app = app
+        self.bridge = bridge
+        self.gate = gate
+        self.max_body_bytes = bridge.settings.max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if not same_origin(request):
+            error = {"code": INVALID_REQUEST, "message": "The explorer's MCP endpoint serves its own page only"}
+            await _refuse(scope, send, (403, "origin", error), None)
+            return
+        if not self.gate.admits(request):
+            error = {"code": INVALID_REQUEST, "message": "A valid explorer token is required"}
+            await _refuse(scope, send, (401, "unauthenticated", error), None, {"WWW-Authenticate": "Bearer"})
+            return
+        scope[EXPLORER_SCOPE_KEY] = True  # in place: the metrics' copy of the scope is this one
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive, self.max_body_bytes)
+        if body is None:
+            return
+        if len(body) > self.max_body_bytes:  # BodyGuard answered this already; never unbounded here
+            error = {"code": INVALID_REQUEST, "message": f"Request body exceeds {self.max_body_bytes} bytes"}
+            await _refuse(scope, send, (413, "too_large", error), None)
+            return
+        try:
+            message = pydantic_core.from_json(body)  # the parser McpFront and the SDK use
+        except ValueError:
+            await _refuse(scope, send, (400, "bad_request", {"code": PARSE_ERROR, "message": "Parse error"}), None)
+            return
+        request_id = message.get("id") if isinstance(message, dict) else None
+        refusal = self.judge(message, scope)
+        if refusal is not None:
+            await _refuse(scope, send, refusal, request_id if isinstance(request_id, str | int) else None)
+            return
+        await self.app(scope, replaying(body, receive), send)
+
+    def judge(self, message: object, scope: Scope) -> Refusal | None:
+        """Why the explorer may not send ``message`` (a decoded POST body), or ``None``."""
+        if isinstance(message, list):
+            return (
+                400,
+                "bad_request",
+                {
+                    "code": INVALID_REQUEST,
+                    "message": "Batches are refused here: send one JSON-RPC message per request",
+                },
+            )
+        if not isinstance(message, dict):
+            return 400, "bad_request", {"code": INVALID_REQUEST, "message": "The body must be one JSON-RPC message"}
+        method = message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if not self.bridge.settings.allow_execute and runs_module(method, params):
+            data = {"setting": "allow_execute", "flag": EXECUTE_SETTING["flag"], "env": EXECUTE_SETTING["env"]}
+            return 403, "execution_off", {"code": INVALID_REQUEST, "message": EXECUTION_OFF, "data": data}
+        if method != "tools/call":
+            return None
+        target = self.target_of(params)
+        if target is None or not self.needs_confirmation(target) or _confirmed(scope) == target.name:
+            return None
+        return 428, "unconfirmed", self.confirmation(target, scope)
+
+    def target_of(self, params: dict[str, Any]) -> ToolRecord | None:
+        """The tool a ``tools/call`` runs: in search mode, what ``invoke_tool`` invokes."""
+        name = params.get("name")
+        if self.bridge.search is not None and name == INVOKE_TOOL:
+            arguments = params.get("arguments")
+            name = arguments.get("name") if isinstance(arguments, dict) else None
+            return self.bridge.full_catalog.get(name) if isinstance(name, str) else None
+        return self.bridge.catalog.get(name) if isinstance(name, str) else None
+
+    def needs_confirmation(self, record: ToolRecord) -> bool:
+        """Destructive, and no approval the server asks the page for itself (then it asks, and the page answers)."""
+        if not record.hints.get("destructiveHint", False):
+            return False
+        asked = record.requires_approval and mcp_approval_handler(self.bridge.executor) is not None
+        return not asked
+
+    def confirmation(self, record: ToolRecord, scope: Scope) -> dict[str, Any]:
+        # The description only to a caller the tool is listed to (a filtered list hides it).
+        listed = self.bridge.access.listed(scope, identity_of(scope))(record.name)
+        confirm = {"tool": record.name, "description": record.description if listed else "", "header": CONFIRM_HEADER}
+        message = f"{record.name} is destructive: confirm the call to run it"
+        return {"code": INVALID_REQUEST, "message": message, "data": {"confirm": confirm}}
+
+
+def runs_module(method: object, params: dict[str, Any]) -> bool:
+    """Whether a request of ``method`` runs module code (see the module docstring)."""
+    if method == "tools/call":
+        return True
+    if method == "resources/read":
+        uri = params.get("uri")
+        return not (isinstance(uri, str) and uri.startswith(DOCS_SCHEME))
+    return False
+
+
+def _confirmed(scope: Scope) -> str | None:
+    for key, value in scope["headers"]:
+        if key == _CONFIRM:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The body (``BodyGuard`` read it whole, bounded), read to just past ``limit``; ``None``: the client left."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit or not message.get("more_body", False):
+            return bytes(body)
+
+
+async def _refuse(
+    scope: Scope,
+    send: Send,
+    refusal: Refusal,
+    request_id: str | int | None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    status, reason, error = refusal
+    scope[REASON_SCOPE_KEY] = reason
+    await send_json(send, status, {"jsonrpc": "2.0", "id": request_id, "error": error}, headers=headers)
