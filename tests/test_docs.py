@@ -60,6 +60,7 @@ RUN_HERE = {
     "upstream-cli",
     "request-state-keys",
     "update-docs",
+    "explorer",
 }
 """The ids of ``<!-- run by: tests/test_docs.py#ID -->``: each is run by a test below."""
 README_SET_UP = [
@@ -447,6 +448,24 @@ async def test_the_embedding_page_runs_as_written(tmp_path: Path) -> None:
             first_event = stream.readline() + stream.readline()
         assert b"event: endpoint" in first_event
         assert b"data: /tools/messages/" in first_event
+    finally:
+        server.stop()
+
+
+async def test_the_explorer_command_serves_a_page_that_calls_over_mcp(tmp_path: Path) -> None:
+    argv = on_port(venv_argv(one("explorer").body.strip()))
+    server = serve(argv, tmp_path)
+    try:
+        with urllib.request.urlopen(f"{base_url(server)}/explorer/", timeout=10) as page:
+            assert b"<!doctype html>" in page.read(200)
+            assert "script-src 'sha256-" in page.headers["Content-Security-Policy"]
+        with urllib.request.urlopen(f"{base_url(server)}/explorer/config", timeout=10) as answer:
+            config = json.loads(answer.read())
+        assert config["allowExecute"] is True
+        async with Client(base_url(server) + config["mcpPath"]) as client:  # the page's own MCP endpoint
+            result = await client.call_tool("text.stats", {"text": "a b a"})
+        assert result.structured_content is not None
+        assert result.structured_content["words"] == 3
     finally:
         server.stop()
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +41,21 @@ def test_the_build_takes_every_source_in_name_order(tmp_path: Path) -> None:
     assert "a {}\nb {}\n" in page
     assert '"use strict";\n(function () {\nfirst();\nsecond();\n})();\n' in page
     assert page.splitlines()[1].startswith("<!-- Built from static/explorer/")
+
+
+def test_the_documented_build_command_writes_the_page(tmp_path: Path) -> None:
+    """docs/explorer.md's build command, run as written in a copy of the sources, writes the committed page."""
+    block = next(
+        line.strip()
+        for line in (ROOT / "docs" / "explorer.md").read_text().splitlines()
+        if line.strip().endswith("scripts/build_explorer.py")
+    )
+    python, script = shlex.split(block)
+    assert python == ".venv/bin/python"
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / script, tmp_path / script)
+    shutil.copytree(ROOT / "static" / "explorer", tmp_path / "static" / "explorer")
+    subprocess.run([sys.executable, script], cwd=tmp_path, check=True, timeout=60)
+    assert (tmp_path / "static" / "explorer.html").read_text("utf-8") == (ROOT / "static" / "explorer.html").read_text(
+        "utf-8"
+    )
