@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,7 +32,7 @@ from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer
-from tests._support.hostile import MODERN_META, modern_headers, sse_payload, tool_call
+from tests._support.hostile import ACCEPT, MODERN_META, modern_headers, session_headers, sse_payload, tool_call
 from tests._support.sessions import running_http
 
 MCP = "/explorer/mcp"
@@ -350,12 +351,29 @@ async def test_search_mode_judges_invoke_tool_by_the_tool_it_invokes() -> None:
     assert runs == ["danger.purge", "safe.echo"]
 
 
+async def open_session(http: httpx.AsyncClient, base: str, *, version: str) -> str:
+    """A handshake-era session id on ``{base}/mcp`` at protocol ``version``."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "hostile", "version": "1"}},
+    }
+    response = await http.post(f"{base}/mcp", json=init, headers=ACCEPT)
+    assert response.status_code == 200, response.text
+    session: str = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = {**session_headers(session), "mcp-protocol-version": version}
+    assert (await http.post(f"{base}/mcp", json=note, headers=headers)).status_code == 202
+    return session
+
+
 # -- batches, bodies -------------------------------------------------------------------------------
 
 
 async def test_a_batch_cannot_carry_a_call_past_the_gate() -> None:
     runs: list[str] = []
-    async with serving(runs, allow_execute=False) as (_url, http):
+    async with serving(runs, allow_execute=False) as (url, http):
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for batch in (
             [ping, tool_call(2, "danger.purge", {}, modern=True)],
@@ -364,6 +382,20 @@ async def test_a_batch_cannot_carry_a_call_past_the_gate() -> None:
             refused = await http.post(MCP, json=batch, headers=modern_headers("tools/call", "safe.echo"))
             assert refused.status_code == 400
             assert "Batches are refused" in refused.json()["error"]["message"]
+        # In a session of an era whose JSON-RPC allowed batches (2025-03-26), too.
+        session = await open_session(http, f"{url}/explorer", version="2025-03-26")
+        batch = [tool_call(2, "safe.echo", {})]
+        headers = {**session_headers(session), "mcp-protocol-version": "2025-03-26"}
+        refused = await http.post(MCP, json=batch, headers=headers)
+        assert refused.status_code == 400
+        assert "Batches are refused" in refused.json()["error"]["message"]
+        # A body naming two methods is read as the server reads it (the last one counts).
+        twice = (
+            b'{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "method": "tools/call", '
+            b'"params": {"name": "safe.echo", "arguments": {}, "_meta": ' + json.dumps(MODERN_META).encode() + b"}}"
+        )
+        refused = await http.post(MCP, content=twice, headers=modern_headers("tools/call", "safe.echo"))
+        assert refused.status_code == 403
         # What the gate cannot parse is not passed on for something else to read.
         garbled = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", '
         assert (await http.post(MCP, content=garbled, headers=modern_headers("tools/call"))).status_code == 400
