@@ -368,6 +368,20 @@ async def open_session(http: httpx.AsyncClient, base: str, *, version: str) -> s
     return session
 
 
+async def test_search_mode_tells_nothing_of_a_destructive_tool_the_caller_may_not_see() -> None:
+    runs: list[str] = []
+    keys = (api_key_entry(ALICE_KEY, "alice"),)
+    settings = {"auth": "api-key", "auth_api_keys": keys, "auth_tool_scopes": ("danger.*=admin",)}
+    async with serving(runs, tool_mode="search", **settings) as (_url, http):
+        answers = []
+        for name in ("danger.purge", "danger.nothing"):  # hidden by scopes, and absent
+            answer = await call(http, "invoke_tool", {"name": name, "arguments": {}}, **bearer(ALICE_KEY))
+            assert answer.status_code == 200, answer.text
+            answers.append(json.dumps(sse_payload(answer.text)["result"]).replace(name, "NAME"))
+        assert answers[0] == answers[1]
+    assert runs == []
+
+
 # -- batches, bodies -------------------------------------------------------------------------------
 
 

@@ -34,9 +34,10 @@ from apcore_mcp.approval import mcp_approval_handler
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.body import replaying, send_json
 from apcore_mcp.http.explorer import CONFIRM_HEADER, EXECUTE_SETTING, ExecuteGate, same_origin
+from apcore_mcp.http.mcp_front import valid_request_id
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.mcp.edge import EXPLORER_SCOPE_KEY
-from apcore_mcp.principal import identity_of
+from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
 
@@ -49,6 +50,7 @@ EXECUTION_OFF = (
     f"(or {EXECUTE_SETTING['env']}=true) to turn it on. {EXECUTE_SETTING['risk']}"
 )
 
+BATCH = "Batches are refused here: send one JSON-RPC message per request"
 Refusal = tuple[int, str, dict[str, Any]]
 """An HTTP status, the reason counted in the metrics, and the JSON-RPC ``error`` object to answer with."""
 
@@ -94,23 +96,15 @@ class ExplorerMcp:
         request_id = message.get("id") if isinstance(message, dict) else None
         refusal = self.judge(message, scope)
         if refusal is not None:
-            await _refuse(scope, send, refusal, request_id if isinstance(request_id, str | int) else None)
+            await _refuse(scope, send, refusal, request_id if valid_request_id(request_id) else None)
             return
         await self.app(scope, replaying(body, receive), send)
 
     def judge(self, message: object, scope: Scope) -> Refusal | None:
         """Why the explorer may not send ``message`` (a decoded POST body), or ``None``."""
-        if isinstance(message, list):
-            return (
-                400,
-                "bad_request",
-                {
-                    "code": INVALID_REQUEST,
-                    "message": "Batches are refused here: send one JSON-RPC message per request",
-                },
-            )
         if not isinstance(message, dict):
-            return 400, "bad_request", {"code": INVALID_REQUEST, "message": "The body must be one JSON-RPC message"}
+            said = BATCH if isinstance(message, list) else "The body must be one JSON-RPC message"
+            return 400, "bad_request", {"code": INVALID_REQUEST, "message": said}
         method = message.get("method")
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -119,19 +113,30 @@ class ExplorerMcp:
             return 403, "execution_off", {"code": INVALID_REQUEST, "message": EXECUTION_OFF, "data": data}
         if method != "tools/call":
             return None
-        target = self.target_of(params)
+        target = self.target_of(params, scope)
         if target is None or not self.needs_confirmation(target) or _confirmed(scope) == target.name:
             return None
         return 428, "unconfirmed", self.confirmation(target, scope)
 
-    def target_of(self, params: dict[str, Any]) -> ToolRecord | None:
-        """The tool a ``tools/call`` runs: in search mode, what ``invoke_tool`` invokes."""
+    def target_of(self, params: dict[str, Any], scope: Scope) -> ToolRecord | None:
+        """The tool a ``tools/call`` runs: in search mode, what ``invoke_tool`` invokes.
+
+        ``invoke_tool`` runs only a tool its caller may see, and answers any other exactly as a
+        missing one: so does this gate (no 428 telling a hidden tool exists).
+        """
         name = params.get("name")
         if self.bridge.search is not None and name == INVOKE_TOOL:
             arguments = params.get("arguments")
             name = arguments.get("name") if isinstance(arguments, dict) else None
-            return self.bridge.full_catalog.get(name) if isinstance(name, str) else None
+            if not isinstance(name, str) or not self._visible(scope, name):
+                return None
+            return self.bridge.full_catalog.get(name)
         return self.bridge.catalog.get(name) if isinstance(name, str) else None
+
+    def _visible(self, scope: Scope, name: str) -> bool:
+        principal = principal_of(scope)
+        scopes = principal.scopes if principal is not None else None
+        return self.bridge.authorization.visible(scopes, identity_of(scope))(name)
 
     def needs_confirmation(self, record: ToolRecord) -> bool:
         """Destructive, and no approval the server asks the page for itself (then it asks, and the page answers)."""
