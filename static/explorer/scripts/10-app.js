@@ -130,157 +130,7 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey) { event.preventDefault(); $("filter").focus(); }
 });
 
-/* ---------- schema helpers ---------- */
-function resolve(schema, root, depth) {
-  let s = schema || {};
-  for (let hops = 0; s.$ref && hops < 20; hops++) {
-    const match = /^#\/(\$defs|definitions)\/(.+)$/.exec(s.$ref);
-    const target = match && root[match[1]] && root[match[1]][decodeURIComponent(match[2])];
-    if (!target) break;
-    const { $ref, ...rest } = s;
-    s = { ...target, ...rest };
-  }
-  let nullable = false;
-  const union = s.anyOf || s.oneOf;
-  if (Array.isArray(union)) {
-    const branches = union.filter((b) => !(b && b.type === "null"));
-    nullable = branches.length < union.length;
-    if (branches.length === 1) {
-      const { anyOf, oneOf, ...rest } = s;
-      const inner = resolve(branches[0], root, depth);
-      s = { ...inner.schema, ...rest };
-      nullable = nullable || inner.nullable;
-    }
-  }
-  let type = s.type;
-  if (Array.isArray(type)) {
-    nullable = nullable || type.includes("null");
-    const rest = type.filter((t) => t !== "null");
-    type = rest.length === 1 ? rest[0] : undefined;
-  }
-  if (!type && s.properties) type = "object";
-  if (!type && Array.isArray(s.enum)) type = "enum";
-  return { schema: s, type, nullable };
-}
-
-const isScalar = (r) => ["string", "integer", "number", "boolean"].includes(r.type) || Array.isArray(r.schema.enum);
-const LONG_NAME = /(description|body|content|prompt|message|notes?|comment|markdown|html|code|script|query|sql)$/i;
-
-/* Each widget: { node, get() -> value or undefined (omitted), set(value) }. */
-function buildField(name, schema, required, root, depth) {
-  const r = resolve(schema, root, depth);
-  const s = r.schema;
-  const optional = !required;
-  const id = nextId(), hintId = id + "-hint";
-  const typeText = (Array.isArray(s.enum) ? "enum" : r.type || "any") + (s.format ? " · " + s.format : "") +
-    (r.nullable ? " · nullable" : "");
-  const head = el("div", { class: "field-head" },
-    el("label", { for: id, text: name }),
-    required ? el("span", { class: "req", title: "required", text: "*" }) : el("span", { class: "meta", text: "optional" }),
-    el("span", { class: "meta", text: typeText }));
-  const hintText = [s.description, s.minimum !== undefined ? "min " + s.minimum : "",
-    s.maximum !== undefined ? "max " + s.maximum : ""].filter(Boolean).join(" · ");
-  const hint = hintText ? el("div", { class: "hint", id: hintId, text: hintText }) : null;
-  const common = { id, "aria-describedby": hint ? hintId : null, "aria-required": required ? "true" : null, "data-path": name };
-  let widget;
-
-  if (r.type === "object" && s.properties && depth < 8) {
-    const inner = buildObject(s, root, depth + 1);
-    const box = el("fieldset", { id },
-      el("legend", {}, el("span", { class: "field-name", text: name }), " ",
-        required ? el("span", { class: "req", text: "*" }) : el("span", { class: "meta", text: "optional" })),
-      hint, inner.node);
-    widget = { node: el("div", { class: "field" }, box), set: inner.set,
-      get: () => { const v = inner.get(); return optional && !Object.keys(v).length ? undefined : v; } };
-  } else if (Array.isArray(s.enum) || (r.type === "boolean" && (r.nullable || (optional && s.default === undefined)))) {
-    const values = Array.isArray(s.enum) ? s.enum : [true, false];
-    const select = el("select", common);
-    select.append(el("option", { value: "", text: required ? "— choose —" : "— not set —" }));
-    values.forEach((v, i) => select.append(el("option", { value: String(i), text: typeof v === "string" ? v : JSON.stringify(v) })));
-    widget = { node: select,
-      get: () => (select.value === "" ? undefined : values[Number(select.value)]),
-      set: (v) => { const i = values.findIndex((x) => JSON.stringify(x) === JSON.stringify(v)); select.value = i < 0 ? "" : String(i); } };
-  } else if (r.type === "boolean") {
-    const box = el("input", { ...common, type: "checkbox" });
-    widget = { node: el("div", { class: "check" }, box, el("span", { class: "meta", text: "true when checked" })),
-      get: () => box.checked, set: (v) => { box.checked = Boolean(v); } };
-  } else if (r.type === "integer" || r.type === "number") {
-    const input = el("input", { ...common, type: "number", min: s.minimum ?? s.exclusiveMinimum, max: s.maximum ?? s.exclusiveMaximum,
-      step: r.type === "integer" ? "1" : "any", inputmode: r.type === "integer" ? "numeric" : "decimal" });
-    widget = { node: input,
-      get: () => (input.value.trim() === "" ? undefined : Number(input.value)),
-      set: (v) => { input.value = v === undefined || v === null ? "" : String(v); } };
-  } else if (r.type === "string") {
-    const long = (s.maxLength || 0) > 200 || s.format === "textarea" || s["x-multiline"] || LONG_NAME.test(name);
-    const placeholders = { "date-time": "2026-01-31T12:00:00Z", date: "2026-01-31", time: "12:00:00", email: "name@example.com",
-      uri: "https://example.com/", uuid: "00000000-0000-0000-0000-000000000000" };
-    const input = long ? el("textarea", { ...common, class: "prose", rows: 4 })
-      : el("input", { ...common, type: "text", placeholder: placeholders[s.format] || s.pattern || null,
-        minlength: s.minLength, maxlength: s.maxLength, spellcheck: "false" });
-    widget = { node: input,
-      get: () => (input.value === "" ? undefined : input.value),
-      set: (v) => { input.value = v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v); } };
-  } else if (r.type === "array" && s.items && isScalar(resolve(s.items, root, depth)) && depth < 8) {
-    widget = buildRows(name, s, root, depth, common, optional);
-  } else {
-    const area = el("textarea", { ...common, rows: 4, spellcheck: "false",
-      placeholder: r.type === "array" ? "[ … ] as JSON" : r.type === "object" ? "{ … } as JSON" : "any JSON value" });
-    widget = { node: area,
-      get: () => {
-        if (area.value.trim() === "") return undefined;
-        try { return JSON.parse(area.value); } catch (e) { throw new Error(`${name}: not valid JSON (${e.message})`); }
-      },
-      set: (v) => { area.value = v === undefined ? "" : JSON.stringify(v, null, 2); } };
-  }
-  if (s.default !== undefined) widget.set(s.default);
-  if (widget.node.classList.contains("field")) return widget;
-  return { ...widget, node: el("div", { class: "field" }, head, widget.node, hint) };
-}
-
-function buildRows(name, s, root, depth, common, optional) {
-  const rows = el("div", { id: common.id, "data-path": name });
-  const items = [];
-  const add = (value) => {
-    const item = buildField(name + "[" + items.length + "]", s.items, true, root, depth + 1);
-    const control = item.node.querySelector("input, select, textarea");
-    control.setAttribute("aria-label", name + " item");
-    const row = el("div", { class: "row" }, control.parentElement.classList.contains("check") ? control.parentElement : control,
-      el("button", { type: "button", class: "small", "aria-label": "Remove item", text: "✕",
-        onclick: () => { items.splice(items.indexOf(entry), 1); row.remove(); } }));
-    const entry = { item, row };
-    items.push(entry);
-    rows.append(row);
-    if (value !== undefined) item.set(value);
-    return control;
-  };
-  const addButton = el("button", { type: "button", class: "small", text: "+ Add item", onclick: () => add().focus() });
-  return { node: el("div", {}, rows, addButton),
-    get: () => {
-      const values = items.map((e) => e.item.get()).filter((v) => v !== undefined);
-      return optional && !values.length && s.default === undefined ? undefined : values;
-    },
-    set: (v) => { items.splice(0).forEach((e) => e.row.remove()); (Array.isArray(v) ? v : []).forEach((x) => add(x)); } };
-}
-
-function buildObject(schema, root, depth) {
-  const required = new Set(schema.required || []);
-  const fields = Object.entries(schema.properties || {}).map(([key, sub]) => [key, buildField(key, sub, required.has(key), root, depth)]);
-  let extras = {};
-  const node = el("div", {}, fields.map(([, f]) => f.node));
-  if (!fields.length) node.append(el("p", { class: "meta", text: "This tool takes no arguments." }));
-  return { node,
-    get: () => {
-      const out = {};
-      for (const [key, f] of fields) { const v = f.get(); if (v !== undefined) out[key] = v; }
-      return { ...out, ...extras };
-    },
-    set: (value) => {
-      const v = value && typeof value === "object" && !Array.isArray(value) ? value : {};
-      extras = {};
-      for (const key of Object.keys(v)) if (!fields.some(([k]) => k === key)) extras[key] = v[key];
-      for (const [key, f] of fields) f.set(v[key]);
-    } };
-}
+/* The form engine (resolve, buildField, buildObject, buildForm) lives in 15-forms.js. */
 
 /* ---------- tool detail ---------- */
 async function select(name) {
@@ -319,116 +169,10 @@ function renderDetail(tool) {
   parts.push(el("details", { class: "block" }, el("summary", { text: "Output schema" }),
     el("div", {}, tool.outputSchema ? jsonView(tool.outputSchema) : el("p", { class: "meta", text: "No output schema." }))));
   parts.push(runCard(tool));
-  main.replaceChildren(...parts);
+  main.replaceChildren(...parts.filter(Boolean)); // a missing part is null, which would show as "null"
 }
 
-function runCard(tool) {
-  const config = state.config || {};
-  const schema = tool.inputSchema || {};
-  const form = buildObject(resolve(schema, schema, 0).schema, schema, 0);
-  const formBox = el("div", { class: "form-fields" }, form.node);
-  const raw = el("textarea", { "aria-label": "Arguments as JSON", rows: 10, spellcheck: "false", hidden: true, id: "raw-json" });
-  const formError = el("div", { class: "form-error", role: "alert", hidden: true });
-  const showFormError = (message) => { formError.textContent = message; formError.hidden = !message; };
-  const rawToggle = el("button", { type: "button", class: "small", "aria-pressed": "false", text: "Raw JSON" });
-  let rawMode = false;
-  rawToggle.addEventListener("click", () => {
-    try {
-      if (!rawMode) raw.value = JSON.stringify(fieldsValue(), null, 2);
-      else form.set(rawValue());
-    } catch (error) { showFormError(error.message); return; }
-    showFormError("");
-    rawMode = !rawMode;
-    rawToggle.setAttribute("aria-pressed", String(rawMode));
-    raw.hidden = !rawMode; formBox.hidden = rawMode;
-    (rawMode ? raw : formBox.querySelector("input, select, textarea") || rawToggle).focus();
-  });
-  const fieldsValue = () => form.get();
-  const rawValue = () => {
-    let value;
-    try { value = JSON.parse(raw.value.trim() || "{}"); } catch (e) { throw new Error("Arguments are not valid JSON: " + e.message); }
-    if (!value || typeof value !== "object" || Array.isArray(value)) throw new Error("Arguments must be a JSON object");
-    return value;
-  };
-
-  const tokenInput = el("input", { type: "password", id: "token", autocomplete: "off", value: state.token,
-    placeholder: "Bearer token", oninput: (e) => { state.token = e.target.value; } });
-  const tokenField = config.tokenRequired ? el("div", { class: "field" },
-    el("div", { class: "field-head" }, el("label", { for: "token", text: "Explorer token" }),
-      el("span", { class: "meta", text: "sent as Authorization: Bearer …" })), tokenInput) : null;
-
-  const runButton = el("button", { type: "submit", class: "primary", id: "run", text: "Run", disabled: !config.allowExecute });
-  const note = config.allowExecute ? el("span", { class: "meta", text: "Ctrl+Enter runs" })
-    : el("span", { class: "note", id: "exec-note", role: "note", text: "Execution is disabled on this server" });
-  const status = el("span", { class: "status", hidden: true });
-  const output = el("pre", { class: "out", "aria-live": "polite", id: "output" });
-  const resultCard = el("section", { class: "card", hidden: true, "aria-label": "Result" },
-    el("div", { class: "card-head" }, el("h3", { text: "Result" }), status), output);
-
-  const needsConfirm = () => Boolean(tool.requiresApproval || (tool.annotations || {}).destructiveHint);
-
-  async function send(args, confirmed) {
-    const headers = { "Content-Type": "application/json", Accept: "application/json" };
-    if (config.tokenRequired || config.authRequired) authHeaders(headers);
-    if (confirmed) headers["X-Apcore-Confirm"] = tool.name;
-    const response = await fetch("tools/" + encodeURIComponent(tool.name) + "/call",
-      { method: "POST", headers, body: JSON.stringify(args), cache: "no-store" });
-    const text = await response.text();
-    let body = null;
-    try { body = JSON.parse(text); } catch (e) { body = null; }
-    return { code: response.status, body, text };
-  }
-
-  async function run() {
-    if (!config.allowExecute) return;
-    let args;
-    try { args = rawMode ? rawValue() : fieldsValue(); showFormError(""); }
-    catch (error) { showFormError(error.message); return; }
-    // A destructive or approval-gated tool never runs on one click: the person confirms first.
-    let confirmed = false;
-    if (needsConfirm()) {
-      confirmed = await confirmCall(tool, args);
-      if (!confirmed) return;
-    }
-    runButton.disabled = true; runButton.textContent = "Running…";
-    const started = performance.now();
-    let reply = { code: 0, body: null, text: "" };
-    try {
-      reply = await send(args, confirmed);
-      if (reply.code === 428 && !confirmed && await confirmCall(tool, args)) reply = await send(args, true);
-    } catch (error) { reply = { code: 0, body: null, text: "Network error: " + error.message }; }
-    const { code, body, text } = reply;
-    const elapsed = Math.round(performance.now() - started);
-    runButton.disabled = false; runButton.textContent = "Run";
-    const ok = code >= 200 && code < 300 && body && "result" in body;
-    status.hidden = false;
-    status.className = "status " + (ok ? "good" : "bad");
-    status.textContent = (code ? "HTTP " + code : "no response") + " · " + elapsed + " ms";
-    resultCard.hidden = false;
-    if (ok) {
-      output.className = "out";
-      const parts = Array.isArray(body.content) ? body.content.map(contentView) : [];
-      if (body.result !== null || parts.length === 0) parts.push(...jsonView(body.result).childNodes);
-      output.replaceChildren(...parts);
-    } else {
-      output.className = "out error";
-      output.replaceChildren(document.createTextNode(body && typeof body.error === "string" ? body.error : text || "Request failed"));
-    }
-    resultCard.scrollIntoView({ block: "nearest" });
-    if (code === 401 && tokenField) tokenInput.focus();
-  }
-
-  const formEl = el("form", { novalidate: true, "aria-label": "Arguments for " + tool.name },
-    el("div", { class: "card-head" }, el("h3", { text: "Arguments" }), el("span", { class: "spacer" }), rawToggle),
-    formBox, raw, formError, tokenField, el("div", { class: "actions" }, runButton, note));
-  formEl.addEventListener("submit", (event) => { event.preventDefault(); run(); });
-  formEl.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); run(); }
-  });
-  return el("div", {}, el("section", { class: "card" }, formEl), resultCard);
-}
-
-/* ---------- confirmation and rich results ---------- */
+/* ---------- the page's own confirmation of a destructive call (the call card is in 30-call.js) ---------- */
 function confirmCall(tool, args) {
   return new Promise((resolve) => {
     const reasons = [];
@@ -453,27 +197,9 @@ function confirmCall(tool, args) {
   });
 }
 
-function contentView(block) {
-  const kind = block && block.type;
-  if (kind === "image" && typeof block.data === "string" && /^image\/[\w.+-]+$/.test(block.mimeType || "")) {
-    return el("img", { class: "media", alt: "image result", src: "data:" + block.mimeType + ";base64," + block.data });
-  }
-  if (kind === "audio" && typeof block.data === "string" && /^audio\/[\w.+-]+$/.test(block.mimeType || "")) {
-    return el("audio", { class: "media", controls: true, src: "data:" + block.mimeType + ";base64," + block.data });
-  }
-  if (kind === "resource" && block.resource) {
-    const r = block.resource;
-    return el("figure", { class: "media" }, el("figcaption", { class: "meta", text: r.uri + (r.mimeType ? " · " + r.mimeType : "") }),
-      el("pre", { class: "out", text: typeof r.text === "string" ? r.text : "(" + (r.blob || "").length + " base64 characters)" }));
-  }
-  if (kind === "resource_link") return el("p", { class: "meta", text: "Link: " + (block.name || "") + " <" + block.uri + ">" });
-  if (kind === "text") return el("pre", { class: "out", text: block.text });
-  return el("pre", { class: "out", text: JSON.stringify(block) });
-}
-
 /* ---------- routing and start-up ---------- */
 function hashTool() {
-  const match = /^#tool=(.*)$/.exec(location.hash);
+  const match = /^#tool=([^&]*)/.exec(location.hash);  // a shared link adds &args=… (50-comfort.js)
   if (!match) return null;
   try { return decodeURIComponent(match[1]); } catch (e) { return null; }
 }
@@ -510,6 +236,7 @@ async function start() {
   try {
     const config = await getJSON("config");
     state.config = config;
+    setupEra();
     const server = config.server || {};
     $("server-name").textContent = server.name || "Tool explorer";
     $("server-version").textContent = server.version ? "v" + server.version : "";
