@@ -16,9 +16,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
 from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.context import call_context
+from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
 
 from tests._support.modules import Echo
@@ -99,7 +102,7 @@ async def test_execution_off_refuses_calls_with_the_setting_named(mode: str) -> 
 async def test_config_tells_the_page_where_and_how_to_speak_mcp() -> None:
     async with running_http(bridge(explorer_prefix="/tools-ui")) as url, httpx.AsyncClient() as http:
         config = (await http.get(f"{url}/tools-ui/config")).json()
-    assert config["mcpPath"] == "/tools-ui/mcp"
+    assert (config["mcpPath"], config["readyPath"]) == ("/tools-ui/mcp", "/ready")
     versions = config["protocolVersions"]
     assert versions[:2] == ["2026-07-28", "2025-11-25"]
     assert versions == sorted(versions, reverse=True)
@@ -109,3 +112,15 @@ async def test_config_tells_the_page_where_and_how_to_speak_mcp() -> None:
     # The keys the page already reads are still there.
     assert {"server", "allowExecute", "tokenRequired", "authRequired"} <= set(config)
     assert config["allowExecute"] is False
+
+
+async def test_mounted_inside_another_app_the_page_is_told_the_mounted_paths() -> None:
+    """docs/embedding.md mounts the app under a prefix: the page's MCP, /ready and redirect follow it."""
+    outer = Starlette(routes=[Mount("/tools", app=create_app(bridge=bridge(allow_execute=True)))])
+    transport = httpx.ASGITransport(app=outer)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        config = (await http.get("/tools/explorer/config")).json()
+        redirect = await http.get("/tools/explorer")
+    assert (config["mcpPath"], config["readyPath"]) == ("/tools/explorer/mcp", "/tools/ready")
+    assert redirect.status_code == 308
+    assert redirect.headers["location"] == "/tools/explorer/"

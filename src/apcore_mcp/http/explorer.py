@@ -194,17 +194,19 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
     async def page(_request: Request) -> Response:
         return Response(html, media_type="text/html; charset=utf-8", headers=page_headers)
 
-    async def redirect(_request: Request) -> Response:
-        return RedirectResponse(f"{prefix}/", status_code=308)
+    async def redirect(request: Request) -> Response:
+        return RedirectResponse(f"{request.scope.get('root_path', '')}{prefix}/", status_code=308)
 
     async def config(request: Request) -> JSONResponse:
+        root = request.scope.get("root_path", "")  # the app may be mounted inside another (embedding.md)
         return JSONResponse(
             {
                 "server": {"name": settings.name, "version": settings.server_version()},
                 "allowExecute": settings.allow_execute,
                 "tokenRequired": gate.enabled and gate.required(request.scope),
                 "authRequired": settings.auth != "none",
-                "mcpPath": f"{prefix}/mcp",
+                "mcpPath": f"{root}{prefix}/mcp",
+                "readyPath": f"{root}/ready",
                 "protocolVersions": PROTOCOL_VERSIONS,
                 "executeSetting": EXECUTE_SETTING,
             }
