@@ -131,9 +131,9 @@ async def test_a_form_fills_into_the_exact_arguments(browser: Browser) -> None:
         got = received_by("forms.order")
         assert len(got) == before + 1
         assert normalized(got[-1]) == normalized(expected)
-        await order_form(page).scroll_into_view_if_needed()
+        await order_form(page).locator("fieldset.array").first.evaluate("(node) => node.scrollIntoView()")
         ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "explorer-forms.png"), full_page=True)
+        await page.screenshot(path=str(ARTIFACTS / "explorer-forms.png"))
         assert ex.unexpected_problems() == []
 
 
@@ -173,6 +173,11 @@ async def test_validation_errors_show_beside_their_fields_and_nothing_is_sent(br
         await expect(items).to_have_attribute("aria-invalid", "true")
         await expect(items.locator(".field-error")).to_have_text("At least 1 item")
         await expect(form.get_by_label("street", exact=True)).to_have_attribute("aria-invalid", "true")
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.emulate_media(color_scheme="dark")  # the errors read in the dark theme too
+        await page.screenshot(path=str(ARTIFACTS / "explorer-forms-errors-dark.png"))
+        await page.emulate_media(color_scheme="light")
 
         # The summary's entries take the keyboard to their fields.
         await summary.get_by_role("button", name=re.compile(r"^contact: ")).click()
@@ -369,6 +374,7 @@ async def test_copy_as_curl_python_and_json_rpc_run_for_real(browser: Browser) -
         await form.get_by_role("button", name="Copy as Python").click()
         script = await page.locator("#copy-text").input_value()
         await page.keyboard.press("Escape")
+        assert "from mcp import Client" in script
         code, out, err = await shell(sys.executable, "-c", script)
         assert code == 0, err
         assert len(received_by("forms.order")) == before + 2
@@ -384,6 +390,19 @@ async def test_copy_as_curl_python_and_json_rpc_run_for_real(browser: Browser) -
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
         }
+
+        # An argument mirrored in a header (x-mcp-header) goes in the command's Mcp-Param-* header too.
+        await ex.select("forms.routed")
+        await page.get_by_label("region", exact=True).fill("eu-west")
+        await page.get_by_label("text", exact=True).fill("routed")
+        await page.get_by_role("button", name="Copy as curl").click()
+        command = await page.locator("#copy-text").input_value()
+        await page.keyboard.press("Escape")
+        assert "-H 'Mcp-Param-Region: eu-west'" in command
+        code, out, err = await shell("bash", "-c", command)
+        assert code == 0, err
+        assert structured(reply_of(out))["received"] == {"region": "eu-west", "text": "routed"}
+        assert received_by("forms.routed")[-1] == {"region": "eu-west", "text": "routed"}
         assert ex.unexpected_problems() == []
 
 

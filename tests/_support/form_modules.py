@@ -103,11 +103,27 @@ class Ticket:
         return {"received": received}
 
 
+class RoutedIn(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    text: str
+
+
+class Routed:
+    description = "Its region argument is mirrored in the Mcp-Param-Region header"
+    input_schema = RoutedIn
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        received = _plain(dict(inputs))
+        RECEIVED.append(("forms.routed", received))
+        return {"received": received}
+
+
 def form_registry() -> Registry:
     registry = Registry()
     registry.register("forms.order", Order())
     registry.register("forms.login", Login())
     registry.register("forms.ticket", Ticket())
+    registry.register("forms.routed", Routed())
     registry.register("demo.echo", Echo())
     registry.register("demo.media", Media())
     return registry

@@ -6,7 +6,6 @@ const STORE_ARGS = "apcore-explorer:arguments";
 const STORE_HISTORY = "apcore-explorer:history";
 const HISTORY_CAP = 50;
 const SAVED_TOOLS_CAP = 100;
-const MODERN_VERSION = "2026-07-28";
 
 function storeRead(key, fallback) {
   try { const value = JSON.parse(localStorage.getItem(key) || "null"); return value === null ? fallback : value; }
@@ -161,20 +160,16 @@ function showHistory() {
 }
 
 /* ---------- copy as curl / Python / JSON-RPC ---------- */
-function encodeHeaderValue(value) {
-  // The SDK's rule: printable ASCII without edge spaces goes as is, anything else base64 in a sentinel.
-  if (/^[\x20-\x7e]*$/.test(value) && value === value.trim() && !/^=\?base64\?.*\?=$/.test(value)) return value;
-  return "=?base64?" + btoa(String.fromCharCode(...new TextEncoder().encode(value))) + "?=";
-}
-
 function mcpRequest(tool, args) {
   const versions = (state.config && state.config.protocolVersions) || [];
-  const version = versions.find((v) => v >= MODERN_VERSION) || MODERN_VERSION;
+  const version = versions.find((v) => v >= MCP_MODERN) || MCP_MODERN;
   const body = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool.name, arguments: args,
     _meta: { "io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {} } } };
   const config = state.config || {};
   const headers = [["Content-Type", "application/json"], ["Accept", "application/json, text/event-stream"],
-    ["MCP-Protocol-Version", version], ["Mcp-Method", "tools/call"], ["Mcp-Name", encodeHeaderValue(tool.name)]];
+    ["MCP-Protocol-Version", version], ["Mcp-Method", "tools/call"], ["Mcp-Name", mcpHeaderValue(tool.name)]];
+  // Arguments the schema mirrors in Mcp-Param-* headers (x-mcp-header), as the call card sends them (20-mcp.js).
+  for (const [name, value] of Object.entries(mcpParamHeaders(tool.inputSchema || {}, args))) headers.push([name, value]);
   if ((tool.annotations || {}).destructiveHint || tool.requiresApproval) headers.push(["X-Apcore-Confirm", tool.name]);
   const url = new URL(config.mcpPath || "/mcp", location.href).href;
   return { url, body, headers, needsToken: Boolean(config.authRequired || config.tokenRequired) };
@@ -202,7 +197,7 @@ function copyText(tool, kind, args) {
     const lines = ["curl -sS -X POST " + shellQuote(request.url)];
     for (const [name, value] of request.headers) lines.push("-H " + shellQuote(name + ": " + value));
     if (request.needsToken) lines.push('-H "Authorization: Bearer $TOKEN"');
-    lines.push("--data-raw " + shellQuote(JSON.stringify(request.body)));
+    lines.push("--data-raw " + shellQuote(JSON.stringify(request.body, null, 2)));
     return lines.join(" \\\n  ");
   }
   const auth = request.needsToken;
@@ -222,7 +217,7 @@ function copyText(tool, kind, args) {
 async function showCopy(tool, kind, args) {
   const text = copyText(tool, kind, args);
   const titles = { curl: "curl command", python: "Python (MCP SDK client)", jsonrpc: "JSON-RPC request" };
-  const area = el("textarea", { id: "copy-text", readonly: true, rows: Math.min(22, text.split("\n").length + 1), spellcheck: "false",
+  const area = el("textarea", { id: "copy-text", readonly: true, rows: Math.min(24, text.split("\n").length + 1), spellcheck: "false",
     "aria-label": titles[kind] });
   area.value = text;
   const status = el("p", { class: "meta", id: "copy-status", role: "status" });
@@ -240,6 +235,7 @@ async function showCopy(tool, kind, args) {
   dialog.showModal();
   area.focus();
   area.select();
+  area.scrollTop = 0;  // selected, but showing its start
   try {
     await navigator.clipboard.writeText(text);
     status.textContent = "Copied to the clipboard.";
