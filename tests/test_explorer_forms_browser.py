@@ -200,6 +200,16 @@ async def test_validation_errors_show_beside_their_fields_and_nothing_is_sent(br
         await expect(summary).to_be_hidden()
         await expect(customer).not_to_have_attribute("aria-invalid", "true")
         assert received_by("forms.order")[-1]["customer"] == "Ada"
+
+        # A rule only the server knows: its answer is shown beside the field it names too.
+        await customer.fill("nobody")
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_contain_text("Input validation failed")
+        await expect(customer).to_have_attribute("aria-invalid", "true")
+        error_id = (await customer.get_attribute("aria-describedby") or "").split()[-1]
+        await expect(page.locator(f"#{error_id}")).to_contain_text("nobody cannot order")
+        await expect(summary).to_contain_text("customer: ")
+        assert received_by("forms.order")[-1]["customer"] == "Ada"  # the module never ran
         assert ex.unexpected_problems() == []
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from apcore import Registry
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from tests._support.interactive import Media
 from tests._support.modules import Echo
@@ -59,6 +59,14 @@ class OrderIn(BaseModel):
     shipping: Address | None = None
     gift: bool = False
     contact: str | None = Field(default=None, json_schema_extra={"format": "email"})
+
+    @field_validator("customer")
+    @classmethod
+    def known_customer(cls, value: str) -> str:
+        # A rule only the server knows: the page shows its answer beside the field.
+        if value == "nobody":
+            raise ValueError("nobody cannot order")
+        return value
 
 
 class Order:

@@ -371,6 +371,20 @@ function buildObject(schema, root, depth) {
     } };
 }
 
+/* The server's "Input validation failed:" text (one "- a.0.b: message (code)" line per problem) as
+   errors by JSON pointer, for setErrors. */
+function validationErrors(text) {
+  const errors = {};
+  if (!/Input validation failed/.test(String(text || ""))) return errors;
+  for (const line of String(text).split("\n")) {
+    const m = /^- ([^:]+): (.*?)(?: \([\w.-]+\))?$/.exec(line.trim());
+    if (!m) continue;
+    const pointer = m[1] === "(root)" ? "" : m[1].split(".").reduce((at, part) => childPointer(at, part), "");
+    errors[pointer] = errors[pointer] ? errors[pointer] + "; " + m[2] : m[2];
+  }
+  return errors;
+}
+
 /* The API of each form by its node, for helpers that find a form in the page (50-comfort.js). */
 const FORM_APIS = new WeakMap();
 

@@ -2,8 +2,8 @@
 /* ---------- comfort: saved and shared arguments, call history, "copy as", image zoom ----------
    Nothing here ever stores or prints a token: arguments and history hold tool arguments only (minus
    fields the schema marks as secrets), and the copied commands carry $TOKEN placeholders. */
-const STORE_ARGS = "apcore-explorer:arguments";
-const STORE_HISTORY = "apcore-explorer:history";
+const STORE_ARGS = "apcore-mcp-explorer.arguments";
+const STORE_HISTORY = "apcore-mcp-explorer.history";
 const HISTORY_CAP = 50;
 const SAVED_TOOLS_CAP = 100;
 
@@ -37,7 +37,8 @@ function hashParams() {
 }
 
 function toolLink(toolName, args) {
-  const json = args && Object.keys(args).length ? JSON.stringify(args) : "";
+  let json = args && Object.keys(args).length ? JSON.stringify(args) : "";
+  if (json.length > 6000) json = "";  // too long for a link; this browser still keeps them
   return "#tool=" + encodeURIComponent(toolName) + (json ? "&args=" + encodeURIComponent(json) : "");
 }
 
@@ -96,6 +97,19 @@ function mountArgumentTools() {
     el("span", { class: "meta", "aria-hidden": "true", text: "Copy as" }), button("curl", "curl"), button("python", "Python"), button("jsonrpc", "JSON-RPC"));
   const head = formEl.querySelector(".card-head");
   if (head) head.insertBefore(bar, head.lastElementChild);
+}
+
+/* A validation failure from the server is also shown beside the fields it names (once per result). */
+let shownOutput = "";
+function showServerErrors() {
+  const output = $("output");
+  const formEl = document.querySelector('#detail form[aria-label^="Arguments for "]');
+  const api = formEl && FORM_APIS.get(formEl.querySelector(".form-body"));
+  const text = output ? output.textContent : "";
+  if (!api || text === shownOutput) return;
+  shownOutput = text;
+  const errors = validationErrors(text);
+  if (Object.keys(errors).length) api.setErrors(errors);
 }
 
 /* ---------- history ---------- */
@@ -280,7 +294,8 @@ function zoomable(node) {
 new MutationObserver((changes) => {
   for (const change of changes) for (const node of change.addedNodes) if (node.nodeType === 1) zoomable(node);
   mountArgumentTools();
-}).observe(document.body, { childList: true, subtree: true });
+  showServerErrors();
+}).observe(document.body, { childList: true, subtree: true, characterData: true });
 document.addEventListener("click", (event) => {
   const image = event.target.closest && event.target.closest("img.zoomable");
   if (image) zoomImage(image);
