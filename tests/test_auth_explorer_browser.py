@@ -43,9 +43,10 @@ async def test_the_page_asks_for_the_token_and_calls_as_the_caller(browser: Brow
         await ex.select("demo.echo")
         await page.get_by_label("text", exact=True).fill("hello")
         await page.locator("#run").click()
-        await expect(page.locator("#output")).to_have_text("Access denied")
-        await expect(page.locator(".status")).to_contain_text("HTTP 403")
+        await expect(page.locator("#output")).to_have_text("The tool reported an error (isError).Access denied")
+        await expect(page.locator("#output")).to_have_class("result error")
+        await expect(page.locator(".status")).to_have_class("status bad")
 
-        allowed = [r"status of 401 .*/explorer/tools", r"status of 403 .*/explorer/tools/demo\.echo/call"]
+        allowed = [r"status of 401 .*/explorer/tools"]
         assert ex.unexpected_problems(*allowed) == []
         assert ex.dialogs == []

@@ -8,6 +8,7 @@ records console errors, page errors and Content-Security-Policy violations.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -109,3 +110,27 @@ async def explorer(browser: Browser, executor: Any = None, **settings: Any) -> A
             yield opened
         finally:
             await context.close()
+
+
+ERAS = ["2026-07-28", "2025-11-25"]
+"""The protocol eras the page speaks (its header selector), newest first."""
+
+
+async def choose_era(page: Page, era: str) -> None:
+    """Picks the page's protocol era (kept in localStorage, so it holds across reloads)."""
+    await page.locator("#era").select_option(era)
+    await expect(page.locator("#era")).to_have_value(era)
+
+
+async def protocol_log(page: Page) -> list[dict[str, Any]]:
+    """The Protocol view of the last call: each entry's kind, direction, time offset and JSON (parsed)."""
+    entries: list[dict[str, Any]] = await page.evaluate(
+        """() => [...document.querySelectorAll("#protocol > li")].map((li) => ({
+            kind: li.dataset.kind, dir: li.className.replace("msg ", ""),
+            what: li.querySelector(".msg-what").textContent, time: li.querySelector(".msg-time").textContent,
+            json: li.querySelector("pre.json") ? li.querySelector("pre.json").textContent : null,
+            note: li.querySelector("pre.out") ? li.querySelector("pre.out").textContent : null }))"""
+    )
+    for entry in entries:
+        entry["message"] = json.loads(entry.pop("json")) if entry["json"] is not None else None
+    return entries
