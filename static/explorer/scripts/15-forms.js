@@ -200,14 +200,13 @@ function buildField(name, schema, required, root, depth) {
   } else {
     control = el("textarea", { ...common, rows: 4, spellcheck: "false",
       placeholder: r.type === "array" ? "[ … ] as JSON" : r.type === "object" ? "{ … } as JSON" : "any JSON value" });
-    get = () => {
-      if (control.value.trim() === "") return undefined;
-      try { return JSON.parse(control.value); } catch (e) { return { invalidJson: e.message }; }
+    const parsed = () => {
+      if (control.value.trim() === "") return {};
+      try { return { value: JSON.parse(control.value) }; } catch (e) { return { problem: "Not valid JSON: " + e.message }; }
     };
+    get = () => parsed().value;
     set = (v) => { control.value = v === undefined ? "" : JSON.stringify(v, null, 2); };
-    const plainGet = get;
-    get = () => { const v = plainGet(); return v && v.invalidJson !== undefined && Object.keys(v).length === 1 ? undefined : v; };
-    badInput = () => { const v = plainGet(); return v && typeof v.invalidJson === "string" && Object.keys(v).length === 1 ? "Not valid JSON: " + v.invalidJson : null; };
+    badInput = () => parsed().problem || null;
   }
   const error = errorSlot(control, hint ? hintId : null);
   const node = el("div", { class: "field" }, head, widgetNode || control, hint, error.node);
@@ -324,8 +323,8 @@ function arrayField(name, s, item, required, root, depth, parts) {
     node: el("div", { class: "field" }, box), set,
     read(pointer, errors) {
       const values = [];
-      entries.forEach((entry) => {
-        const at = childPointer(pointer, values.length);
+      entries.forEach((entry, i) => {
+        const at = childPointer(pointer, i);  // as mark() numbers them; an empty item is an error, never skipped silently
         const v = entry.widget.read(at, errors);
         if (v !== undefined) values.push(v);
         else if (errors && !objects) errors[at] = "Empty item: fill it in or remove it";
@@ -408,13 +407,15 @@ function buildForm(schema, options) {
     if (!keys.length) return;
     summary.append(el("p", { text: keys.length === 1 ? "1 field needs attention:" : keys.length + " fields need attention:" }));
     const list = el("ul", {});
+    const slots = [...node.querySelectorAll(".field-error:not([hidden])")];
     for (const pointer of keys) {
-      const jump = el("button", { type: "button", class: "link", text: pointerText(pointer) + ": " + errors[pointer], onclick: () => {
-        const slot = [...node.querySelectorAll(".field-error:not([hidden])")].find((e) => e.dataset.pointer === pointer);
-        const control = slot && controlFor(slot);
+      const text = pointerText(pointer) + ": " + errors[pointer];
+      const slot = slots.find((e) => e.dataset.pointer === pointer);
+      // An entry whose field is on screen takes the keyboard there; one without (a server's) is text.
+      list.append(el("li", {}, slot ? el("button", { type: "button", class: "link", text, onclick: () => {
+        const control = controlFor(slot);
         if (control) control.focus();
-      } });
-      list.append(el("li", {}, jump));
+      } }) : text));
     }
     summary.append(list);
   }
