@@ -88,6 +88,7 @@ async def test_an_image_result_shows_as_an_image(browser: Browser) -> None:
         assert await image.evaluate("img => img.complete && img.naturalWidth") == 1  # the PNG decoded
         await expect(page.locator("#output audio.media")).to_have_count(1)
         await expect(page.locator("#output figure.media")).to_contain_text("data://source.csv")
+        await expect(page.locator("#output .link-block")).to_contain_text("echo docs docs://demo.echo")
         await expect(page.locator("#output")).to_contain_text('"title": "a chart"')
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "explorer-media.png"))

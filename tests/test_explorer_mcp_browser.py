@@ -10,6 +10,7 @@ or CSP violation fails a test (4xx answers the test provokes are the only allowe
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import time
@@ -17,11 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from apcore import Registry
 from playwright.async_api import Browser, Page, expect
 
 from tests._support.browser import ARTIFACTS, ERAS, choose_era, explorer, protocol_log
 from tests._support.interactive_modules import interactive_registry
-from tests._support.modules import make_executor
+from tests._support.modules import Routed, make_executor
 
 pytestmark = pytest.mark.browser
 MCP_META = "io.modelcontextprotocol/"
@@ -71,6 +73,9 @@ async def test_a_call_shows_its_result_and_every_protocol_message(browser: Brows
         await expect(page.locator(".status")).to_contain_text("HTTP 200 · ")
         await expect(page.locator(".status")).to_contain_text(era)
         assert marker.read_text() == "finished"
+        if era == MODERN:  # the result's own _meta, shown beside it
+            await page.locator("#result-meta summary").click()
+            await expect(page.locator("#result-meta")).to_contain_text('"io.modelcontextprotocol/serverInfo"')
         await page.screenshot(path=shot("explorer-result", era))
 
         await page.get_by_role("tab", name="Protocol").click()
@@ -88,14 +93,19 @@ async def test_a_call_shows_its_result_and_every_protocol_message(browser: Brows
         if era == MODERN:  # stateless: the version, capabilities and client info ride on every request
             assert params["_meta"][MCP_META + "protocolVersion"] == MODERN
             assert params["_meta"][MCP_META + "clientCapabilities"]["elicitation"] == {"form": {}}
+            assert params["_meta"][MCP_META + "logLevel"] == "info"
             assert [e["what"] for e in log if e["kind"] == "request"] == ["server/discover", "tools/call"]
         else:
-            assert [e["what"] for e in log if e["kind"] == "request"] == ["initialize", "tools/call"]
+            requests = [e["message"] for e in log if e["kind"] == "request"]
+            assert [m["method"] for m in requests] == ["initialize", "logging/setLevel", "tools/call"]
+            assert requests[1]["params"] == {"level": "info"}
             assert any(e["what"] == "notifications/initialized" for e in log)
         progress = [e["message"]["params"] for e in log if e["what"] == "notifications/progress"]
         assert progress == [
             {"progressToken": token, "progress": step, "total": 3, "message": f"step {step} of 3"} for step in (1, 2, 3)
         ]
+        logs = [e["message"]["params"] for e in log if e["what"] == "notifications/message"]
+        assert logs == [{"level": "info", "logger": "ui.steps", "data": "finished 3 steps"}]
         responses = [e for e in log if e["kind"] == "response"]
         final = responses[-1]["message"]
         assert final["id"] == sent["id"] and final["result"]["structuredContent"] == {"steps": 3}
@@ -283,3 +293,22 @@ async def test_execution_off_says_which_setting_enables_it(browser: Browser) -> 
             "env": "APCORE_MCP_ALLOW_EXECUTE",
         }
         assert ex.unexpected_problems(r"status of 403 .*/explorer/mcp") == []
+
+
+async def test_arguments_the_schema_mirrors_travel_as_mcp_param_headers(browser: Browser) -> None:
+    # 2026-07-28: a property with x-mcp-header is sent as Mcp-Param-<name> too (base64-wrapped when
+    # not plain ASCII); the server refuses a call whose header is missing or differs.
+    registry = Registry()
+    registry.register("demo.routed", Routed())
+    async with explorer(browser, make_executor(registry), allow_execute=True) as ex:
+        page = ex.page
+        await open_tool(page, ex.url, MODERN, "demo.routed")
+        await page.get_by_label("region", exact=True).fill("Zürich")
+        await page.get_by_label("text", exact=True).fill("hi")
+        async with page.expect_request(lambda r: '"tools/call"' in (r.post_data or "")) as sent:
+            await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "region": "Zürich",\n  "text": "hi"\n}')
+        headers = (await sent.value).headers
+        assert headers["mcp-param-region"] == "=?base64?" + base64.b64encode("Zürich".encode()).decode() + "?="
+        assert headers["mcp-name"] == "demo.routed" and headers["mcp-method"] == "tools/call"
+        assert ex.unexpected_problems() == []

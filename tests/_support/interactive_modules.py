@@ -16,7 +16,7 @@ from typing import Any
 from apcore import ModuleAnnotations, Registry
 from pydantic import BaseModel, Field
 
-from apcore_mcp import elicit, report_progress
+from apcore_mcp import elicit, log_message, report_progress
 
 
 class AskIn(BaseModel):
@@ -107,6 +107,8 @@ class Steps:
             marker.with_name(marker.name + ".cancelled").write_text("cancelled")
             raise
         marker.write_text("finished")
+        await log_message(context, "debug", "not sent: below the page's level")
+        await log_message(context, "info", f"finished {steps} steps", "ui.steps")
         return {"steps": steps}
 
 

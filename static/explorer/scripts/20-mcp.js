@@ -71,7 +71,8 @@ async function readEventStream(response, onEvent) {
   }
 }
 
-function createMcpClient({ endpoint, era, headers, onTraffic }) {
+/* logLevel (optional): the server's log messages at or above it come with each call (notifications/message). */
+function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
   const modern = era === MCP_MODERN;
   let sessionId = null, seq = 0, connected = null;
   const client = { era, endpoint, serverInfo: null, capabilities: null, protocolVersion: null, instructions: null };
@@ -87,6 +88,8 @@ function createMcpClient({ endpoint, era, headers, onTraffic }) {
     const out = { ...(params || {}) };
     out._meta = { ...(out._meta || {}), [MCP_META + "protocolVersion"]: MCP_MODERN,
       [MCP_META + "clientCapabilities"]: MCP_CAPABILITIES, [MCP_META + "clientInfo"]: MCP_CLIENT_INFO };
+    // 2026 logging is asked for per request; the discovery request has no log to send.
+    if (logLevel && method !== "server/discover" && !(MCP_META + "logLevel" in out._meta)) out._meta[MCP_META + "logLevel"] = logLevel;
     return out;
   }
 
@@ -249,6 +252,8 @@ function createMcpClient({ endpoint, era, headers, onTraffic }) {
           client.serverInfo = result.serverInfo || null;
           client.instructions = result.instructions || null;
           await post({ jsonrpc: "2.0", method: "notifications/initialized" }, opts || {});
+          // Handshake-era logging is set once for the session.
+          if (logLevel && client.capabilities.logging) await exchange("logging/setLevel", { level: logLevel }, opts || {});
         }
         return client;
       })();

@@ -38,7 +38,7 @@ function mcpClient() {
   const key = era + "\n" + state.token;
   if (mcp.client && mcp.key === key) return mcp.client;
   if (mcp.client) mcp.client.close();
-  mcp.client = createMcpClient({ endpoint: mcpEndpoint(), era, headers: () => authHeaders({}) });
+  mcp.client = createMcpClient({ endpoint: mcpEndpoint(), era, headers: () => authHeaders({}), logLevel: "info" });
   mcp.key = key;
   return mcp.client;
 }
