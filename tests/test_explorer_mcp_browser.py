@@ -312,3 +312,20 @@ async def test_arguments_the_schema_mirrors_travel_as_mcp_param_headers(browser:
         assert headers["mcp-param-region"] == "=?base64?" + base64.b64encode("Zürich".encode()).decode() + "?="
         assert headers["mcp-name"] == "demo.routed" and headers["mcp-method"] == "tools/call"
         assert ex.unexpected_problems() == []
+
+
+async def test_a_released_stream_is_resumed_from_its_last_event(browser: Browser) -> None:
+    # Handshake era: a long call's stream closed by the server is resumed with Last-Event-ID (GET).
+    async with explorer(browser, make_executor(interactive_registry()), allow_execute=True, sse_retry_ms=200) as ex:
+        page = ex.page
+        await open_tool(page, ex.url, "2025-11-25", "ui.long")
+        async with page.expect_request(lambda r: r.method == "GET" and r.url.endswith("/explorer/mcp")) as resumed:
+            await page.locator("#run").click()
+        assert (await resumed.value).headers["last-event-id"]
+        await expect(page.locator("#output")).to_contain_text('"released": true')
+        await expect(page.locator("#output")).to_contain_text('"text": "' + "x" * 1000 + '"')
+        log = await protocol_log(page)
+        progress = [e["message"]["params"]["message"] for e in log if e["what"] == "notifications/progress"]
+        assert progress == ["releasing the stream", "done"]  # the second one came on the resumed stream
+        assert any(e["kind"] == "note" and "resuming after event" in e["what"] for e in log)
+        assert ex.unexpected_problems() == []

@@ -16,7 +16,7 @@ from typing import Any
 from apcore import ModuleAnnotations, Registry
 from pydantic import BaseModel, Field
 
-from apcore_mcp import elicit, log_message, report_progress
+from apcore_mcp import elicit, log_message, release_stream, report_progress
 
 
 class AskIn(BaseModel):
@@ -112,7 +112,35 @@ class Steps:
         return {"steps": steps}
 
 
-INTERACTIVE_UI_MODULES: dict[str, Any] = {"ui.ask": Ask, "ui.approve": Approve, "ui.wipe": Wipe, "ui.steps": Steps}
+class LongIn(BaseModel):
+    size: int = Field(default=1000, ge=1, le=100_000)
+
+
+class LongOut(BaseModel):
+    text: str
+    released: bool
+
+
+class Long:
+    description = "Closes its response stream (a long call), then answers: the client resumes to get the answer"
+    input_schema = LongIn
+    output_schema = LongOut
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        await report_progress(context, 1, 2, "releasing the stream")
+        released = await release_stream(context)
+        await asyncio.sleep(0.3)
+        await report_progress(context, 2, 2, "done")
+        return {"text": "x" * inputs.get("size", 1000), "released": released}
+
+
+INTERACTIVE_UI_MODULES: dict[str, Any] = {
+    "ui.ask": Ask,
+    "ui.approve": Approve,
+    "ui.wipe": Wipe,
+    "ui.steps": Steps,
+    "ui.long": Long,
+}
 
 
 def interactive_registry() -> Registry:

@@ -43,11 +43,12 @@ function mcpError(message, fields) {
   return Object.assign(new Error(message), fields || {});
 }
 
-/* Reads a text/event-stream body as it arrives; calls onEvent({data, id, event}) per event. */
-async function readEventStream(response, onEvent) {
+/* Reads a text/event-stream body as it arrives; calls onEvent({data, id, event}) per event.
+   Resolves to {id, retry}: the last event id and reconnection delay the server gave, for a resume. */
+async function readEventStream(response, onEvent, finished) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
-  let buffer = "", data = [], id = null, event = "";
+  let buffer = "", data = [], id = null, event = "", retry = null;
   const dispatch = () => {
     if (data.length) onEvent({ data: data.join("\n"), id, event: event || "message" });
     data = []; event = "";
@@ -66,8 +67,11 @@ async function readEventStream(response, onEvent) {
       if (field === "data") data.push(text);
       else if (field === "id") id = text;
       else if (field === "event") event = text;
+      else if (field === "retry" && /^\d+$/.test(text)) retry = Number(text);
     }
-    if (done) { dispatch(); return id; }
+    if (done) { dispatch(); return { id, retry }; }
+    // Once the answer is in, nothing more on this stream matters (a resumed GET stream may stay open).
+    if (finished && finished()) { reader.cancel().catch(() => {}); return { id, retry }; }
   }
 }
 
@@ -161,16 +165,23 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
       } else log(opts, { dir: "in", kind: "message", message: msg });
     };
     if (type.startsWith("text/event-stream") && response.body) {
-      try {
-        await readEventStream(response, (ev) => {
-          if (ev.data === "") return; // a priming event (an id to resume from), no message
-          let parsed;
-          try { parsed = JSON.parse(ev.data); } catch (e) { log(opts, { dir: "in", kind: "transport", note: "unreadable event: " + ev.data.slice(0, 200) }); return; }
-          seen(parsed);
-        });
-      } catch (error) {
-        log(opts, { dir: "in", kind: "transport", note: error.name === "AbortError" ? "stream closed by the page" : "stream broke: " + error.message });
-        throw error.name === "AbortError" ? error : mcpError("The response stream broke: " + error.message, { httpStatus: response.status });
+      const onEvent = (ev) => {
+        if (ev.data === "") return; // a priming event (an id to resume from), no message
+        let parsed;
+        try { parsed = JSON.parse(ev.data); } catch (e) { log(opts, { dir: "in", kind: "transport", note: "unreadable event: " + ev.data.slice(0, 200) }); return; }
+        seen(parsed);
+      };
+      let stream = response;
+      for (let resumes = 0; ; resumes++) {
+        let last;
+        try { last = await readEventStream(stream, onEvent, () => reply !== null); }
+        catch (error) {
+          log(opts, { dir: "in", kind: "transport", note: error.name === "AbortError" ? "stream closed by the page" : "stream broke: " + error.message });
+          throw error.name === "AbortError" ? error : mcpError("The response stream broke: " + error.message, { httpStatus: response.status });
+        }
+        // Handshake era: a stream the server closed before answering is resumed from its last event.
+        if (reply || modern || !sessionId || !last.id || resumes >= 5) break;
+        stream = await resume(last, opts);
       }
     } else {
       const text = await response.text();
@@ -187,6 +198,28 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
     }
     if (!reply) throw mcpError("The server ended the response without answering", { httpStatus: response.status });
     return { reply, status: response.status };
+  }
+
+  /* GET with Last-Event-ID, after the delay the server asked for (bounded). */
+  async function resume(last, opts) {
+    const wait = Math.min(last.retry === null ? 500 : last.retry, 5000);
+    log(opts, { dir: "note", kind: "note", note: "the server closed the stream; resuming after event " + last.id + " in " + wait + " ms" });
+    await new Promise((done) => setTimeout(done, wait));
+    if (opts.signal && opts.signal.aborted) throw Object.assign(new Error("aborted"), { name: "AbortError" });
+    const h = requestHeaders({}, { Accept: "text/event-stream", "Last-Event-ID": last.id });
+    delete h["Content-Type"];
+    log(opts, { dir: "out", kind: "http", note: "GET Last-Event-ID: " + last.id });
+    const response = await fetch(endpoint, { method: "GET", headers: h, cache: "no-store", signal: opts.signal });
+    log(opts, { dir: "in", kind: "http", status: response.status, note: "HTTP " + response.status });
+    const type = (response.headers.get("content-type") || "").toLowerCase();
+    if (!response.ok || !type.startsWith("text/event-stream") || !response.body) {
+      const text = await response.text().catch(() => "");
+      let parsed = null;
+      try { parsed = JSON.parse(text); } catch (e) { parsed = null; }
+      const e = parsed && parsed.error && typeof parsed.error === "object" ? parsed.error : {};
+      throw mcpError(e.message || "Could not resume the stream: HTTP " + response.status, { code: e.code, data: e.data, httpStatus: response.status });
+    }
+    return response;
   }
 
   async function respond(msg, opts) {
