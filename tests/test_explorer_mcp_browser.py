@@ -329,3 +329,34 @@ async def test_a_released_stream_is_resumed_from_its_last_event(browser: Browser
         assert progress == ["releasing the stream", "done"]  # the second one came on the resumed stream
         assert any(e["kind"] == "note" and "resuming after event" in e["what"] for e in log)
         assert ex.unexpected_problems() == []
+
+
+async def test_a_session_gone_on_the_server_is_started_anew(browser: Browser, tmp_path: Path) -> None:
+    async with explorer(browser, make_executor(interactive_registry()), allow_execute=True) as ex:
+        page = ex.page
+        await open_tool(page, ex.url, "2025-11-25", "ui.steps")
+        await page.get_by_label("marker", exact=True).fill(str(tmp_path / "one"))
+        async with page.expect_request(lambda r: '"tools/call"' in (r.post_data or "")) as first:
+            await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "steps": 3\n}')
+        session = (await first.value).headers["mcp-session-id"]
+        # The session ends behind the page's back (as when the server restarts).
+        ended = await page.evaluate(
+            """async (id) => (await fetch("mcp", { method: "DELETE", headers: { "Mcp-Session-Id": id,
+                "MCP-Protocol-Version": "2025-11-25" } })).status""",
+            session,
+        )
+        assert ended == 200
+        await page.get_by_label("marker", exact=True).fill(str(tmp_path / "two"))
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_have_text('{\n  "steps": 3\n}')
+        assert (tmp_path / "two").read_text() == "finished"
+        log = await protocol_log(page)
+        assert [e["what"] for e in log if e["kind"] == "request"] == [
+            "tools/call",
+            "initialize",
+            "logging/setLevel",
+            "tools/call",
+        ]
+        assert any(e["kind"] == "note" and "starting a new one" in e["what"] for e in log)
+        assert ex.unexpected_problems(r"status of 404 .*/explorer/mcp") == []

@@ -188,7 +188,8 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
       let parsed = null;
       try { parsed = JSON.parse(text); } catch (e) { parsed = null; }
       if (parsed && parsed.jsonrpc) {
-        if (parsed.id === null || parsed.id === undefined) parsed = { ...parsed, id: message.id };
+        // An error refused before the request was read carries no id (or a placeholder): it is this request's.
+        if (parsed.error && !parsed.method && parsed.id !== message.id) parsed = { ...parsed, id: message.id };
         seen(parsed);
       } else {
         log(opts, { dir: "in", kind: "body", note: text.slice(0, 2000) });
@@ -260,6 +261,11 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
       return reply.result;
     } catch (error) {
       if (error.name === "AbortError" || (opts.signal && opts.signal.aborted)) throw mcpError("Cancelled", { cancelled: true });
+      if (!modern && sessionId && error.httpStatus === 404 && method !== "initialize") {
+        // The server no longer knows the session (it restarted, or the session was ended): start anew.
+        sessionId = null; connected = null; client.protocolVersion = null;
+        error.sessionExpired = true;
+      }
       throw error;
     } finally {
       if (opts.signal) opts.signal.removeEventListener("abort", onAbort);
@@ -297,6 +303,15 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
 
   client.request = async (method, params, opts) => {
     opts = opts || {};
+    try { return await requestOnce(method, params, opts); }
+    catch (error) {
+      if (!error.sessionExpired) throw error;
+      log(opts, { dir: "note", kind: "note", note: "the session is gone on the server; starting a new one" });
+      return await requestOnce(method, params, opts);
+    }
+  };
+
+  async function requestOnce(method, params, opts) {
     await client.connect({ onTraffic: opts.onTraffic, signal: opts.signal });
     let result = await exchange(method, params, opts);
     // 2026: the server asks by ending the call "input_required"; answer each request, then retry.
@@ -316,7 +331,7 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
       result = await exchange(method, retry, opts);
     }
     return result;
-  };
+  }
 
   client.close = () => {
     if (!modern && sessionId) {
