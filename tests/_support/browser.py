@@ -96,20 +96,26 @@ class Explorer:
 async def explorer(browser: Browser, executor: Any = None, **settings: Any) -> AsyncIterator[Explorer]:
     """The explorer page opened in a fresh browser context against a server on 127.0.0.1."""
     bridge = Bridge.build(executor or make_executor(), Settings(explorer=True, **settings))
-    async with running_http(bridge) as url:
-        assert url.startswith("http://127.0.0.1:")
-        context = await browser.new_context(viewport={"width": 1280, "height": 860})
-        try:
-            page = await context.new_page()
-            page.set_default_timeout(10_000)
-            await page.add_init_script(CSP_LISTENER)
-            opened = Explorer(page, f"{url}/explorer/")
-            page.on("console", opened.on_console)
-            page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
-            page.on("dialog", opened.on_dialog)
-            yield opened
-        finally:
-            await context.close()
+    async with running_http(bridge) as url, explorer_at(browser, url) as opened:
+        yield opened
+
+
+@contextlib.asynccontextmanager
+async def explorer_at(browser: Browser, base_url: str) -> AsyncIterator[Explorer]:
+    """The explorer page of the server at ``base_url`` (127.0.0.1), in a fresh browser context."""
+    assert base_url.startswith("http://127.0.0.1:")
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
+    try:
+        page = await context.new_page()
+        page.set_default_timeout(10_000)
+        await page.add_init_script(CSP_LISTENER)
+        opened = Explorer(page, f"{base_url}/explorer/")
+        page.on("console", opened.on_console)
+        page.on("pageerror", lambda error: opened.problems.append(f"page error: {error}"))
+        page.on("dialog", opened.on_dialog)
+        yield opened
+    finally:
+        await context.close()
 
 
 ERAS = ["2026-07-28", "2025-11-25"]
