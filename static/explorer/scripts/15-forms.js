@@ -384,9 +384,6 @@ function validationErrors(text) {
   return errors;
 }
 
-/* The API of each form by its node, for helpers that find a form in the page (50-comfort.js). */
-const FORM_APIS = new WeakMap();
-
 function buildForm(schema, options) {
   const root = schema || {};
   const top = resolve(root, root, 0);
@@ -440,6 +437,5 @@ function buildForm(schema, options) {
     set(values) { form.set(values); showErrors({}); },
   };
   if (options && options.values && typeof options.values === "object") form.set(options.values);
-  FORM_APIS.set(node, api);
   return api;
 }

@@ -196,6 +196,8 @@ function runCard(tool) {
     status.textContent = [httpStatus ? "HTTP " + httpStatus : "no response", elapsed + " ms", era].join(" · ");
     if (error) renderFailure(output, error);
     else renderResult(output, result, metaBox);
+    // The server's "Input validation failed" result is also shown beside the fields it names.
+    if (result && result.isError && !rawMode) form.setErrors(validationErrors(resultText(result)));
     if (error && error.data && error.data.flag) disabledBox.replaceChildren(disabledPanel(error.data));
     if (typeof recordCall === "function") recordCall({ tool: tool.name, args, era, outcome, at: Date.now() });
     resultCard.scrollIntoView({ block: "nearest" });
@@ -213,6 +215,7 @@ function runCard(tool) {
   const formEl = el("form", { novalidate: true, "aria-label": "Arguments for " + tool.name },
     el("div", { class: "card-head" }, el("h3", { text: "Arguments" }), el("span", { class: "spacer" }), rawToggle),
     formBox, raw, formError, tokenField, actions, progressRow);
+  if (typeof decorateArguments === "function") decorateArguments(tool, formEl, form);  // 50-comfort.js
   formEl.addEventListener("submit", (event) => { event.preventDefault(); run(); });
   formEl.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); run(); }
@@ -271,6 +274,10 @@ function protocolEntry(entry, t0) {
 }
 
 /* ---------- results ---------- */
+function resultText(result) {
+  return (result.content || []).filter((b) => b && b.type === "text").map((b) => b.text).join("\n");
+}
+
 function sameJSON(text, value) {
   try { return JSON.stringify(JSON.parse(text)) === JSON.stringify(value); } catch (e) { return false; }
 }

@@ -66,17 +66,10 @@ const pendingSave = { timer: 0, run: null };
 function flushSave() { clearTimeout(pendingSave.timer); if (pendingSave.run) pendingSave.run(); }
 window.addEventListener("pagehide", flushSave);
 
-/* The call card (30-call.js) builds its form with buildForm; this finds it in the page, saves its
-   arguments as they change and adds the "Copy as" buttons to its head. */
-function mountArgumentTools() {
-  const formEl = document.querySelector('#detail form[aria-label^="Arguments for "]');
-  if (!formEl || formEl.dataset.comfort) return;
-  const body = formEl.querySelector(".form-body");
-  const api = body && FORM_APIS.get(body);
-  const name = formEl.getAttribute("aria-label").slice("Arguments for ".length);
-  const tool = state.details.get(name);
-  if (!api || !tool) return;
-  formEl.dataset.comfort = "1";
+/* Called by the call card (30-call.js) with its form: saves the arguments as they change and adds
+   the "Copy as" buttons to the form's head. */
+function decorateArguments(tool, formEl, api) {
+  const name = tool.name;
   const raw = formEl.querySelector("#raw-json");
   const current = () => {  // what the person sees: the raw JSON when that view is on and parses
     if (raw && !raw.hidden) { try { const v = JSON.parse(raw.value); if (isObject(v)) return v; } catch (e) { /* fall back */ } }
@@ -90,26 +83,13 @@ function mountArgumentTools() {
   };
   formEl.addEventListener("input", save);
   formEl.addEventListener("change", save);
-  body.addEventListener("click", (event) => { if (event.target.closest("button")) save(); });
+  formEl.addEventListener("click", (event) => { if (event.target.closest("button")) save(); });
   const button = (kind, text) => el("button", { type: "button", class: "small", "data-copy": kind, text,
     "aria-label": "Copy as " + text, onclick: () => showCopy(tool, kind, current()) });
   const bar = el("span", { class: "copy-as", role: "group", "aria-label": "Copy as" },
     el("span", { class: "meta", "aria-hidden": "true", text: "Copy as" }), button("curl", "curl"), button("python", "Python"), button("jsonrpc", "JSON-RPC"));
   const head = formEl.querySelector(".card-head");
   if (head) head.insertBefore(bar, head.lastElementChild);
-}
-
-/* A validation failure from the server is also shown beside the fields it names (once per result). */
-let shownOutput = "";
-function showServerErrors() {
-  const output = $("output");
-  const formEl = document.querySelector('#detail form[aria-label^="Arguments for "]');
-  const api = formEl && FORM_APIS.get(formEl.querySelector(".form-body"));
-  const text = output ? output.textContent : "";
-  if (!api || text === shownOutput) return;
-  shownOutput = text;
-  const errors = validationErrors(text);
-  if (Object.keys(errors).length) api.setErrors(errors);
 }
 
 /* ---------- history ---------- */
@@ -293,9 +273,7 @@ function zoomable(node) {
 }
 new MutationObserver((changes) => {
   for (const change of changes) for (const node of change.addedNodes) if (node.nodeType === 1) zoomable(node);
-  mountArgumentTools();
-  showServerErrors();
-}).observe(document.body, { childList: true, subtree: true, characterData: true });
+}).observe(document.body, { childList: true, subtree: true });
 document.addEventListener("click", (event) => {
   const image = event.target.closest && event.target.closest("img.zoomable");
   if (image) zoomImage(image);
