@@ -96,7 +96,9 @@ async def test_prompts_complete_their_arguments_and_render(browser: Browser, era
         await dialog.locator("input").first.fill("the weekly report")
         await page.screenshot(path=str(ARTIFACTS / f"explorer-prompt-input-{era}.png"), full_page=True)
         await dialog.locator("#elicit-accept").click()
-        await expect(page.locator("#prompt-result .prompt-message")).to_contain_text("Use this context: the weekly report")
+        await expect(page.locator("#prompt-result .prompt-message")).to_contain_text(
+            "Use this context: the weekly report"
+        )
         await page.screenshot(path=str(ARTIFACTS / f"explorer-prompts-{era}.png"), full_page=True)
         assert ex.unexpected_problems() == []
 
@@ -130,3 +132,23 @@ async def test_a_module_resource_is_not_read_when_execution_is_off(browser: Brow
         await page.locator("#read-resource").click()
         await expect(page.locator("#read-result .failure")).to_contain_text("--allow-execute")
         assert ex.unexpected_problems(r"403") == []
+
+
+@pytest.mark.parametrize("era", ["2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_the_older_protocol_versions_the_page_offers_call_tools_too(browser: Browser, era: str) -> None:
+    async with explorer(browser, allow_execute=True) as ex:
+        page = ex.page
+        await page.goto(ex.url + "#tool=demo.echo")
+        await expect(page.locator("#era option")).to_have_count(5)  # every version the server speaks
+        await page.locator("#era").select_option(era)
+        await expect(page.locator("#detail h2")).to_have_text("demo.echo")
+        await page.locator("#detail form input").first.fill(f"over {era}")
+        await page.locator("#run").click()
+        await expect(page.locator("#output")).to_contain_text(f"over {era}")
+        log = page.locator("#protocol")
+        await expect(log).to_contain_text('"method": "initialize"')
+        await expect(log).to_contain_text(f'"protocolVersion": "{era}"')
+        # No prompts in this registry: the view says so instead of asking (an unknown method).
+        await page.locator("#view-prompts").click()
+        await expect(page.locator("#view-none")).to_have_text("This server offers no prompts.")
+        assert ex.unexpected_problems() == []

@@ -78,7 +78,20 @@ function sideItem(label, sub, chips, open) {
 }
 
 /* ---------- resources ---------- */
+/* Whether the server declared ``capability``: asking one that did not is an unknown method (404 in 2026-07-28). */
+async function offers(capability, seq, what) {
+  const client = mcpClient();
+  await client.connect();
+  if ((client.capabilities || {})[capability]) return true;
+  if (seq === views.seq) {
+    views.count.textContent = "none";
+    $("detail").replaceChildren(el("p", { class: "empty", id: "view-none", text: "This server offers no " + what + "." }));
+  }
+  return false;
+}
+
 async function listResources(seq) {
+  if (!(await offers("resources", seq, "resources"))) return;
   const traffic = [];
   const [listed, templated] = await Promise.all([
     viewRequest("resources/list", {}, traffic),
@@ -143,6 +156,7 @@ function completedInput(id, ref, name, others) {
   const input = el("input", { id, name, autocomplete: "off", spellcheck: "false", list: id + "-options" });
   let timer = 0, asked = 0;
   const ask = async () => {
+    if (!(mcpClient().capabilities || {}).completions) return;  // nothing to ask: the field takes any value
     const mine = ++asked;
     try {
       const result = await mcpClient().request("completion/complete",
@@ -234,6 +248,7 @@ function contentsView(contents) {
 
 /* ---------- prompts ---------- */
 async function listPrompts(seq) {
+  if (!(await offers("prompts", seq, "prompts"))) return;
   const result = await viewRequest("prompts/list", {}, []);
   if (seq !== views.seq) return;
   const prompts = result.prompts || [];
