@@ -8,11 +8,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _builder():  # type: ignore[no-untyped-def]
+def _builder() -> ModuleType:
     spec = importlib.util.spec_from_file_location("build_explorer", ROOT / "scripts" / "build_explorer.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import sys
 from datetime import datetime
@@ -183,7 +182,7 @@ async def test_validation_errors_show_beside_their_fields_and_nothing_is_sent(br
         await summary.get_by_role("button", name=re.compile(r"^contact: ")).click()
         await expect(form.get_by_label("contact", exact=True)).to_be_focused()
         await page.wait_for_timeout(200)
-        assert RECEIVED == before
+        assert before == RECEIVED
         assert not [url for url in posts if "/mcp" in url or "/call" in url]
 
         # Fixed, the errors go and the call is made.
@@ -253,8 +252,12 @@ async def test_arguments_survive_a_switch_a_reload_and_travel_in_a_link(browser:
         assert '"user":"ada"' in stored.replace("\\", "")
 
         # A shared link fills the form in a browser that never saw these arguments.
-        shared = {"customer": "Linus", "priority": "low", "items": [{"name": "cable", "qty": 2}],
-                  "deliver_at": "2026-05-06T07:08:09Z"}
+        shared = {
+            "customer": "Linus",
+            "priority": "low",
+            "items": [{"name": "cable", "qty": 2}],
+            "deliver_at": "2026-05-06T07:08:09Z",
+        }
         await page.evaluate("localStorage.clear()")
         await page.goto("about:blank")
         await page.goto(ex.url + "#tool=forms.order&args=" + quote(json.dumps(shared)))
@@ -267,7 +270,10 @@ async def test_arguments_survive_a_switch_a_reload_and_travel_in_a_link(browser:
         # Untouched, the date-time goes back exactly as the link wrote it (the module sees that instant).
         assert datetime.fromisoformat(got["deliver_at"]) == datetime.fromisoformat("2026-05-06T07:08:09+00:00")
         assert {key: got[key] for key in ("customer", "priority", "items")} == {
-            "customer": "Linus", "priority": "low", "items": [{"name": "cable", "qty": 2}]}
+            "customer": "Linus",
+            "priority": "low",
+            "items": [{"name": "cable", "qty": 2}],
+        }
         assert ex.unexpected_problems() == []
 
 
@@ -326,17 +332,19 @@ async def test_history_lists_calls_and_reruns_one(browser: Browser) -> None:
 async def shell(*command: str) -> tuple[int, str, str]:
     """A subprocess without blocking the loop the server runs on."""
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT)
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT
+    )
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     return process.returncode or 0, out.decode(), err.decode()
 
 
 def reply_of(text: str) -> dict[str, Any]:
     """A JSON-RPC reply sent as JSON or as server-sent events."""
-    if text.lstrip().startswith("{"):
-        return json.loads(text)
-    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    return json.loads(data[-1])
+    if not text.lstrip().startswith("{"):
+        text = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")][-1]
+    reply = json.loads(text)
+    assert isinstance(reply, dict)
+    return reply
 
 
 def structured(reply: dict[str, Any]) -> Any:
@@ -460,7 +468,9 @@ async def test_a_result_image_zooms_and_escape_closes_it(browser: Browser) -> No
         dialog = page.locator("#zoom-dialog")
         await expect(dialog).to_be_visible()
         zoomed = dialog.locator("img.zoomed")
-        assert await zoomed.evaluate("(img) => img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width >= 256")
+        assert await zoomed.evaluate(
+            "(img) => img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width >= 256"
+        )
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "explorer-zoom.png"))
         await page.keyboard.press("Escape")
@@ -488,7 +498,8 @@ async def test_a_form_is_filled_and_run_from_the_keyboard_alone(browser: Browser
                 await page.keyboard.press("Tab")
                 name = await page.evaluate(
                     "() => { const a = document.activeElement; return (a.labels && a.labels[0] && a.labels[0].textContent)"
-                    " || a.getAttribute('aria-label') || a.textContent }")
+                    " || a.getAttribute('aria-label') || a.textContent }"
+                )
                 if name == label:
                     return
             raise AssertionError(f"Tab never reached {label!r}")
@@ -512,5 +523,6 @@ async def test_a_form_is_filled_and_run_from_the_keyboard_alone(browser: Browser
         await page.keyboard.press("Enter")  # Enter in a text field submits the form
         await expect(page.locator("#detail .status")).to_have_class(re.compile(r"\bgood\b"))
         assert received_by("forms.ticket")[before:] == [
-            {"title": "keyboard only", "kind": "idea", "count": 4, "steps": ["press Tab"]}]
+            {"title": "keyboard only", "kind": "idea", "count": 4, "steps": ["press Tab"]}
+        ]
         assert ex.unexpected_problems() == []

@@ -52,7 +52,11 @@ class OrderIn(BaseModel):
     size: Literal["s", "m", "l"] = Field(
         default="m",
         json_schema_extra={
-            "oneOf": [{"const": "s", "title": "Small"}, {"const": "m", "title": "Medium"}, {"const": "l", "title": "Large"}]
+            "oneOf": [
+                {"const": "s", "title": "Small"},
+                {"const": "m", "title": "Medium"},
+                {"const": "l", "title": "Large"},
+            ]
         },
     )
     deliver_at: datetime
