@@ -15,10 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from apcore import Executor, Registry
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.types import ASGIApp
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
 
@@ -173,3 +176,21 @@ def nginx_in_front(upstream: str, tmp: Path, **overrides: str) -> Iterator[str]:
 
 def error_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if " ERROR " in line or "Traceback" in line]
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_told(host: str, app: ASGIApp) -> AsyncIterator[str]:
+    """``app`` served as ``uvicorn app:create_app --factory --host HOST`` runs it (its Server, its signal
+    handlers, the app's settings knowing nothing of HOST), listening on a loopback socket only."""
+    server = uvicorn.Server(uvicorn.Config(app, host=host, log_config=None))
+    sock = bind_socket("127.0.0.1", 0)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), task.exception()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()

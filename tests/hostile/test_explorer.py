@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from apcore_mcp.http.app import create_app
-from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 
-from tests._support.hostile import serving
+from tests._support.hostile import serving, uvicorn_told
 from tests._support.hostile_modules import hostile_registry
 
 CALL = "/explorer/tools/hostile.echo/call"
@@ -39,29 +34,11 @@ async def test_only_the_pages_own_origin_may_call_tools_on_loopback_without_a_to
         assert (await http.get(f"{url}/explorer/config")).json()["tokenRequired"] is False
 
 
-@contextlib.asynccontextmanager
-async def uvicorn_told(host: str, settings: Settings) -> AsyncIterator[str]:
-    """``uvicorn app:create_app --factory --host HOST`` as uvicorn runs it (its Server, its signal
-    handlers, the app's settings knowing nothing of HOST), listening on a loopback socket only."""
-    server = uvicorn.Server(uvicorn.Config(create_app(hostile_registry(), settings), host=host, log_config=None))
-    sock = bind_socket("127.0.0.1", 0)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            assert not task.done(), task.exception()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
-
-
 async def test_a_server_told_to_bind_every_interface_demands_a_token(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="apcore_mcp")
     settings = Settings(explorer=True, allow_execute=True)  # no host setting: 127.0.0.1 as far as it knows
     assert settings.host == "127.0.0.1"
-    async with uvicorn_told("0.0.0.0", settings) as url, httpx.AsyncClient() as http:
+    async with uvicorn_told("0.0.0.0", create_app(hostile_registry(), settings)) as url, httpx.AsyncClient() as http:
         refused = await http.post(f"{url}{CALL}", json={})
         assert refused.status_code == 401  # ran files.purge with no token before
         assert (await http.get(f"{url}/explorer/config")).json()["tokenRequired"] is True
@@ -80,7 +57,7 @@ async def test_a_server_told_to_bind_every_interface_demands_a_token(caplog: pyt
 async def test_a_loopback_bind_logs_no_exposure_warning(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="apcore_mcp")
     async with (
-        uvicorn_told("127.0.0.1", Settings(explorer=True, allow_execute=True)) as url,
+        uvicorn_told("127.0.0.1", create_app(hostile_registry(), Settings(explorer=True, allow_execute=True))) as url,
         httpx.AsyncClient() as http,
     ):
         assert (await http.post(f"{url}{CALL}", json={})).status_code == 200

@@ -6,7 +6,6 @@ Every module here records its runs, so a refusal is shown to run nothing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -16,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from apcore import ModuleAnnotations, Registry
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -28,11 +26,18 @@ from pydantic import BaseModel
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.app import create_app
 from apcore_mcp.limits import RATE_LIMITED
-from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer
-from tests._support.hostile import ACCEPT, MODERN_META, modern_headers, session_headers, sse_payload, tool_call
+from tests._support.hostile import (
+    ACCEPT,
+    MODERN_META,
+    modern_headers,
+    session_headers,
+    sse_payload,
+    tool_call,
+    uvicorn_told,
+)
 from tests._support.sessions import running_http
 
 MCP = "/explorer/mcp"
@@ -173,28 +178,14 @@ async def test_a_configured_explorer_token_is_required() -> None:
     assert runs == ["safe.echo", "safe.echo"]
 
 
-@contextlib.asynccontextmanager
-async def uvicorn_told(host: str, settings: Settings, runs: list[str]) -> AsyncIterator[str]:
-    """Served as ``uvicorn --host HOST`` would (the app's settings know nothing of HOST), on a loopback socket."""
-    server = uvicorn.Server(uvicorn.Config(create_app(registry(runs), settings), host=host, log_config=None))
-    sock = bind_socket("127.0.0.1", 0)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            assert not task.done(), task.exception()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
-
-
 async def test_off_loopback_the_endpoint_needs_the_token_made_for_the_run(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="apcore_mcp")
     runs: list[str] = []
     settings = Settings(explorer=True, allow_execute=True)
-    async with uvicorn_told("0.0.0.0", settings, runs) as url, httpx.AsyncClient(base_url=url) as http:
+    async with (
+        uvicorn_told("0.0.0.0", create_app(registry(runs), settings)) as url,
+        httpx.AsyncClient(base_url=url) as http,
+    ):
         assert (await call(http, "safe.echo")).status_code == 401
         assert runs == []
         path = Path(next(m for m in caplog.messages if "token for this run in" in m).rsplit(" ", 1)[1])

@@ -42,6 +42,19 @@ def replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+async def read_replayed(receive: Receive, limit: int | None = None) -> bytes | None:
+    """The body ``BodyGuard`` has already read and bounded, as it replays it (or read to just past
+    ``limit``, should this run without it); ``None``: the client left."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if (limit is not None and len(body) > limit) or not message.get("more_body", False):
+            return bytes(body)
+
+
 async def send_json(
     send: Send, status: int, payload: object, *, headers: dict[str, str] | None = None, close: bool = False
 ) -> None:

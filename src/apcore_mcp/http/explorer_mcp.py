@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.approval import mcp_approval_handler
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.body import replaying, send_json
+from apcore_mcp.http.body import read_replayed, replaying, send_json
 from apcore_mcp.http.explorer import CONFIRM_HEADER, EXECUTE_SETTING, ExecuteGate, same_origin
 from apcore_mcp.http.mcp_front import valid_request_id
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
@@ -81,7 +81,7 @@ class ExplorerMcp:
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive, self.max_body_bytes)
+        body = await read_replayed(receive, self.max_body_bytes)
         if body is None:
             return
         if len(body) > self.max_body_bytes:  # BodyGuard answered this already; never unbounded here
@@ -168,18 +168,6 @@ def _confirmed(scope: Scope) -> str | None:
         if key == _CONFIRM:
             return str(value.decode("latin-1"))
     return None
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The body (``BodyGuard`` read it whole, bounded), read to just past ``limit``; ``None``: the client left."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        body += message.get("body", b"")
-        if len(body) > limit or not message.get("more_body", False):
-            return bytes(body)
 
 
 async def _refuse(

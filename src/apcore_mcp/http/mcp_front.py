@@ -32,7 +32,7 @@ from mcp_types import INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from apcore_mcp.http.body import send_json
+from apcore_mcp.http.body import read_replayed, send_json
 from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
@@ -82,7 +82,7 @@ class McpFront:
         if scope["method"] == "GET":
             await self._get(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_replayed(receive)
         if body is None:
             return
         message = _decode(body)
@@ -218,17 +218,6 @@ class McpFront:
         logger.info("Client disconnected during request %r: cancelling it", request_id)
         with anyio.CancelScope(shield=True):
             await self.app({**scope, "headers": headers}, receive, discard)
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        body += message.get("body", b"")
-        if not message.get("more_body", False):
-            return bytes(body)
 
 
 def _decode(body: bytes) -> JSONValue:
