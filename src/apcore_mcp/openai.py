@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -12,67 +11,38 @@ from apcore import Executor, Registry
 
 from apcore_mcp.behaviour import to_description_suffix
 from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.openai_formats import (
+    NAMESPACE_SIZE,
+    Format,
+    NamespaceDescriber,
+    OpenAIFunction,
+    ResponsesOptions,
+    check_format,
+    render,
+    to_chat_tool,
+)
+from apcore_mcp.openai_naming import (
+    MAX_NAME_LENGTH as MAX_NAME_LENGTH,
+)
+from apcore_mcp.openai_naming import (
+    SHORTENED_MARK as SHORTENED_MARK,
+)
+from apcore_mcp.openai_naming import (
+    denormalize_tool_name as denormalize_tool_name,
+)
+from apcore_mcp.openai_naming import (
+    normalize_tool_name as normalize_tool_name,
+)
+from apcore_mcp.openai_naming import (
+    openai_names as openai_names,
+)
+from apcore_mcp.openai_strict import BRANCH_KEYS, strict_problem
+from apcore_mcp.openai_strict import to_strict_schema as to_strict_schema
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.schema import to_input_schema
 from apcore_mcp.types import JSONValue, RegistryOrExecutor, registry_of
 
 logger = logging.getLogger(__name__)
-
-_BRANCH_KEYS = ("anyOf", "oneOf", "allOf")
-
-
-MAX_NAME_LENGTH = 64
-"""OpenAI's limit on a function name."""
-SHORTENED_MARK = "--"
-"""Separates a shortened name from its hash; never in a plain name (module id segments are never empty)."""
-_HASH_LENGTH = 10
-
-
-def normalize_tool_name(module_id: str) -> str:
-    """``image.resize`` -> ``image-resize``: OpenAI names allow ``[a-zA-Z0-9_-]`` and at most 64 characters.
-
-    An id whose name would be longer keeps its first 52 characters, then ``--`` and 10 hex
-    digits of its SHA-256: deterministic, unique in practice, and mapped back by a lookup
-    (``openai_names``, ``from_openai_call``), not by ``denormalize_tool_name``.
-
-    Raises:
-        ValueError: if the id already holds a ``-``, which would make the mapping ambiguous.
-    """
-    if "-" in module_id:
-        raise ValueError(f"Module id must not contain '-': {module_id!r} (reserved for OpenAI names)")
-    name = module_id.replace(".", "-")
-    if len(name) <= MAX_NAME_LENGTH:
-        return name
-    digest = hashlib.sha256(module_id.encode()).hexdigest()[:_HASH_LENGTH]
-    return name[: MAX_NAME_LENGTH - len(SHORTENED_MARK) - _HASH_LENGTH] + SHORTENED_MARK + digest
-
-
-def denormalize_tool_name(name: str) -> str:
-    """The module id behind an OpenAI function name: ``image-resize`` -> ``image.resize``.
-
-    Raises:
-        ValueError: ``name`` was shortened (an id over 64 characters): resolve it with
-            ``openai_names`` or ``from_openai_call``, which know the ids.
-    """
-    if SHORTENED_MARK in name:
-        raise ValueError(f"{name!r} is a shortened name; look it up with openai_names() or from_openai_call()")
-    return name.replace("-", ".")
-
-
-def openai_names(module_ids: Iterable[str]) -> dict[str, str]:
-    """``{OpenAI name: module id}`` for ``module_ids`` (ids holding ``-`` have no name and are left out).
-
-    Raises:
-        ValueError: two ids map to the same name (a hash collision: never seen, but never silent).
-    """
-    names: dict[str, str] = {}
-    for module_id in module_ids:
-        if "-" in module_id:
-            continue
-        name = normalize_tool_name(module_id)
-        if names.setdefault(name, module_id) != module_id:
-            raise ValueError(f"Modules {names[name]!r} and {module_id!r} have the same OpenAI name {name!r}")
-    return names
 
 
 def check_filters(tags: Sequence[str] | None, prefix: str | None) -> None:
@@ -98,19 +68,29 @@ def select_records(
     ]
 
 
-def to_openai_tool(record: ToolRecord, *, embed_annotations: bool = False, strict: bool = False) -> dict[str, Any]:
-    """One OpenAI ``{"type": "function", "function": {...}}`` definition."""
+def to_openai_function(record: ToolRecord, *, embed_annotations: bool = False, strict: bool = False) -> OpenAIFunction:
+    """One module as an OpenAI function; a schema that cannot be strict is kept as it is, with the reason.
+
+    Raises:
+        ValueError: the module id has no OpenAI name (it holds a ``-``).
+    """
     description = record.description
     if embed_annotations:
         description += to_description_suffix(record.annotations)
-    function: dict[str, Any] = {
-        "name": normalize_tool_name(record.name),
-        "description": description,
-        "parameters": to_strict_schema(record.input_schema, record.name) if strict else record.input_schema,
-    }
-    if strict:
-        function["strict"] = True
-    return {"type": "function", "function": function}
+    name = normalize_tool_name(record.name)
+    if not strict:
+        return OpenAIFunction(record.name, name, description, record.input_schema, None)
+    parameters = to_strict_schema(record.input_schema, record.name)
+    problem = strict_problem(parameters)
+    if problem is None:
+        return OpenAIFunction(record.name, name, description, parameters, True)
+    logger.warning("Module %s is listed non-strict for OpenAI: %s", record.name, problem)
+    return OpenAIFunction(record.name, name, description, record.input_schema, False, problem)
+
+
+def to_openai_tool(record: ToolRecord, *, embed_annotations: bool = False, strict: bool = False) -> dict[str, Any]:
+    """One Chat Completions ``{"type": "function", "function": {...}}`` definition."""
+    return to_chat_tool(to_openai_function(record, embed_annotations=embed_annotations, strict=strict))
 
 
 def to_openai_tools(
@@ -120,118 +100,72 @@ def to_openai_tools(
     strict: bool = False,
     tags: Sequence[str] | None = None,
     prefix: str | None = None,
+    format: Format = "chat",
+    namespace_depth: int = 1,
+    namespace_size: int = NAMESPACE_SIZE,
+    namespace_description: NamespaceDescriber | None = None,
+    defer_loading: bool = False,
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for every module of a Registry (or an Executor's registry).
 
-    ``strict`` applies OpenAI strict mode; ``embed_annotations`` appends the non-default
-    behaviour annotations to each description; ``tags`` (all must match) and ``prefix``
-    filter modules. A module whose schema cannot be converted is skipped with a warning.
+    ``format="chat"`` (the default) gives the flat Chat Completions list; ``"responses"`` the
+    Responses API's tools, grouped into namespaces of at most ``namespace_size`` functions by
+    the first ``namespace_depth`` segments of module ids (``0``: no namespaces), each described
+    by ``namespace_description(prefix, {module id: description})`` or a generated summary;
+    ``defer_loading`` defers every function to tool search (``responses`` only).
+
+    ``strict`` applies OpenAI strict mode; a module whose strict schema would exceed OpenAI's
+    limits is listed with ``strict: false`` and its own schema (the reason is logged).
+    ``embed_annotations`` appends the non-default behaviour annotations to each description;
+    ``tags`` (all must match) and ``prefix`` filter modules. A module left out of every list
+    (MCP too) is left out here with a warning: a schema that cannot be inlined (a circular or
+    missing ``$ref``), or an id with no OpenAI name (one holding ``-``, or a name taken).
 
     Raises:
         TypeError: ``registry_or_executor`` is neither a Registry nor an Executor.
-        ValueError: an empty tag or prefix.
+        ValueError: an empty tag or prefix, an unknown format, namespace or ``defer_loading``
+            options with ``format="chat"``.
     """
     registry = registry_of(registry_or_executor)
     check_filters(tags, prefix)
+    responses = ResponsesOptions(namespace_depth, namespace_size, namespace_description, defer_loading)
+    check_format(format, responses)
     catalog = ToolCatalog(registry, tags=tags, prefix=prefix)
     catalog.load()
-    return tools_from_records(catalog.records(), embed_annotations=embed_annotations, strict=strict)
+    functions = functions_from_records(catalog.records(), embed_annotations=embed_annotations, strict=strict)
+    return render(functions, format, responses)
 
 
 def tools_from_records(
     records: Iterable[ToolRecord], *, embed_annotations: bool = False, strict: bool = False
 ) -> list[dict[str, Any]]:
-    """Render records, skipping (with a warning) any whose id cannot be an OpenAI name."""
-    tools = []
+    """Chat Completions tools for ``records`` (see ``functions_from_records``)."""
+    functions = functions_from_records(records, embed_annotations=embed_annotations, strict=strict)
+    return [to_chat_tool(function) for function in functions]
+
+
+def functions_from_records(
+    records: Iterable[ToolRecord], *, embed_annotations: bool = False, strict: bool = False
+) -> list[OpenAIFunction]:
+    """Functions for ``records``, skipping (with a warning) any whose id cannot be an OpenAI name."""
+    functions = []
     seen: dict[str, str] = {}
     for record in records:
         try:
-            tool = to_openai_tool(record, embed_annotations=embed_annotations, strict=strict)
+            function = to_openai_function(record, embed_annotations=embed_annotations, strict=strict)
         except ValueError as exc:
             logger.warning("Skipping module %s for OpenAI: %s", record.name, exc)
             continue
-        name = tool["function"]["name"]
-        if seen.setdefault(name, record.name) != record.name:
-            logger.warning("Skipping module %s for OpenAI: its name %s is taken by %s", record.name, name, seen[name])
+        if seen.setdefault(function.name, record.name) != record.name:
+            logger.warning(
+                "Skipping module %s for OpenAI: its name %s is taken by %s",
+                record.name,
+                function.name,
+                seen[function.name],
+            )
             continue
-        tools.append(tool)
-    return tools
-
-
-# -- strict mode ------------------------------------------------------------------------------
-
-
-def to_strict_schema(schema: dict[str, Any], tool_name: str = "") -> dict[str, Any]:
-    """OpenAI strict mode: closed objects, every property required, optional ones nullable.
-
-    Also drops ``default`` and ``x-*`` keywords, recursively (properties, items, branches).
-    """
-    result = _strict(schema, tool_name)
-    assert isinstance(result, dict)
-    return result
-
-
-def _strict(node: object, tool_name: str) -> object:
-    if isinstance(node, list):
-        return [_strict(item, tool_name) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "default" or key.startswith("x-"):
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _strict(prop, tool_name) for name, prop in value.items()}
-        elif key in ("items", "additionalProperties", "not", *_BRANCH_KEYS, "prefixItems"):
-            out[key] = _strict(value, tool_name)
-        else:
-            out[key] = value
-    if _is_object(out):
-        _close_object(out, node, tool_name)
-    return out
-
-
-def _is_object(node: dict[str, Any]) -> bool:
-    kind = node.get("type")
-    return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
-
-
-def _close_object(out: dict[str, Any], original: dict[str, Any], tool_name: str) -> None:
-    if original.get("additionalProperties") not in (None, False):
-        logger.warning(
-            "Tool %s: an object allows additional properties; strict mode closes it and may not fit", tool_name
-        )
-    out["additionalProperties"] = False
-    properties: dict[str, Any] = out.setdefault("properties", {})
-    required = set(original.get("required", []))
-    for name, prop in properties.items():
-        if name not in required:
-            properties[name] = _nullable(prop)
-    out["required"] = list(properties)
-
-
-def _nullable(prop: object) -> object:
-    if not isinstance(prop, dict):
-        return prop
-    kind = prop.get("type")
-    if isinstance(kind, str):
-        if kind == "null":
-            return prop
-        widened = {**prop, "type": [kind, "null"]}
-    elif isinstance(kind, list):
-        widened = prop if "null" in kind else {**prop, "type": [*kind, "null"]}
-    elif any(key in prop for key in _BRANCH_KEYS) and _admits_null(prop):
-        return prop
-    else:
-        return {"anyOf": [prop, {"type": "null"}]}
-    if "enum" in widened and None not in widened["enum"]:
-        widened["enum"] = [*widened["enum"], None]
-    return widened
-
-
-def _admits_null(prop: dict[str, Any]) -> bool:
-    branches = prop.get("anyOf") or prop.get("oneOf") or []
-    return any(isinstance(branch, dict) and branch.get("type") == "null" for branch in branches)
+        functions.append(function)
+    return functions
 
 
 # -- the way back: a model's tool call -> (module id, arguments) ---------------------------------
@@ -312,7 +246,7 @@ def schema_admits_null(schema: object) -> bool:
         return True
     if "const" in schema:
         return schema["const"] is None
-    branches = [branch for key in _BRANCH_KEYS if key != "allOf" for branch in schema.get(key) or ()]
+    branches = [branch for key in BRANCH_KEYS if key != "allOf" for branch in schema.get(key) or ()]
     if branches:
         return any(schema_admits_null(branch) for branch in branches)
     return kind is None and not any(key in schema for key in ("properties", "items", "enum"))
