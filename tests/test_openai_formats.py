@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -16,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, create_model
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.openai_strict import OPENAI_LIMITS, strict_problem, to_strict_schema
+from apcore_mcp.testing import command_server, start_server
 
 from tests._support.hostile_modules import hostile_registry
 from tests._support.modules import module_of
@@ -322,3 +328,47 @@ async def test_the_route_rejects_bad_format_options(query: str, message: str) ->
     response = await get(create_app(Executor(make_registry())), query)
     assert response.status_code == 400
     assert response.json() == {"error": message}
+
+
+# -- the page's curl command, against a real server --------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+OPENAI_PAGE = REPO / "docs" / "openai.md"
+
+
+def page_block(block_id: str) -> str:
+    """The fenced block between ``<!-- ID -->`` and ``<!-- /ID -->`` of docs/openai.md."""
+    text = OPENAI_PAGE.read_text()
+    inner = text.split(f"<!-- {block_id} -->", 1)[1].split(f"<!-- /{block_id} -->", 1)[0]
+    return inner.strip().removeprefix("```bash").removesuffix("```").strip()
+
+
+def run_curl(command: list[str]) -> tuple[int, set[str], str]:
+    """Status, header names (lower case) and body of a ``curl -i URL`` (httpx where curl is missing)."""
+    if shutil.which("curl") is None:
+        answer = httpx.get(command[-1], timeout=30)
+        return answer.status_code, {name.lower() for name in answer.headers}, answer.text
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True)
+    head, _, body = done.stdout.partition("\n\n")  # text mode reads \r\n as \n
+    status_line, *lines = head.splitlines()
+    return int(status_line.split()[1]), {line.split(":", 1)[0].lower() for line in lines}, body
+
+
+def test_the_pages_responses_curl_command_answers(tmp_path: Path) -> None:
+    argv = [str(Path(sys.executable).parent / "apcore-mcp"), "--extensions-dir", "examples/extensions"]
+    argv += ["--transport", "streamable-http", "--port", "{port}"]
+    server = start_server(command_server(argv, cwd=REPO, health_path="/health"), "streamable-http", tmp_path)
+    try:
+        assert server.base_url is not None
+        command = shlex.split(page_block("openai-responses-curl").replace("http://127.0.0.1:8000", server.base_url))
+        assert command[:2] == ["curl", "-i"]
+        status, headers, body = run_curl(command)
+    finally:
+        server.stop()
+    assert status == 200
+    assert "x-openai-non-strict" not in headers  # every example module fits
+    tools = json.loads(body)
+    check_responses(tools)
+    assert [tool["name"] for tool in tools[:-1]] == ["files", "geo", "reports", "tasks", "text"]
+    assert tools[-1] == {"type": "tool_search"}
+    assert all(function["defer_loading"] and function["strict"] for tool in tools[:-1] for function in tool["tools"])
