@@ -39,6 +39,7 @@ from apcore_mcp.content import (
 )
 from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
+from apcore_mcp.input_check import invalid_input
 from apcore_mcp.limits import Refusal
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.types import ModuleInvoker
@@ -113,6 +114,8 @@ class CallRouter:
     """Runs tool calls for one server: catalog check, authorization, the Executor, safe errors, calls in flight.
 
     ``dispatchers`` name the tools that run another through a router (see the module doc).
+    ``validate_inputs`` refuses arguments the module's input contract refuses before anything
+    else runs for them (the ``validate_inputs`` setting); the Executor validates them again.
     """
 
     def __init__(
@@ -123,12 +126,14 @@ class CallRouter:
         max_output_bytes: int | None = None,
         authorization: Authorization | None = None,
         dispatchers: Collection[str] = (),
+        validate_inputs: bool = False,
     ) -> None:
         self.executor = executor
         self.catalog = catalog
         self.max_output_bytes = max_output_bytes
         self.authorization = authorization if authorization is not None else Authorization()
         self.dispatchers = frozenset(dispatchers)
+        self.validate_inputs = validate_inputs
         self._in_flight = 0
         self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = []
@@ -199,6 +204,10 @@ class CallRouter:
         denied = self.authorization.check(record.name, call)
         if denied is not None:
             return CallOutcome(tool=record.name, error=denied)
+        if self.validate_inputs:  # before admission: a refused call takes no slot and no rate-limit token
+            invalid = invalid_input(self.executor.registry.get(record.name), arguments, record.input_schema)
+            if invalid is not None:
+                return CallOutcome(tool=record.name, error=invalid)
         if record.name in self.dispatchers:  # admitted as its target, by the router that runs it
             return await self._admitted(record, arguments, call)
         refusal = await self.authorization.admit(call)

@@ -111,6 +111,7 @@ def search_front(
         max_output_bytes=settings.max_output_bytes,
         authorization=router.authorization,
         dispatchers=(INVOKE_TOOL,),
+        validate_inputs=settings.validate_inputs,
     )
     return search, served, front
 
@@ -192,7 +193,13 @@ class Bridge:
             raise ModuleProblemsError(catalog.problems())
         limits = limits if limits is not None else call_limits(settings)
         authorization = authorization_for(executor, settings, limits)
-        router = CallRouter(executor, catalog, max_output_bytes=settings.max_output_bytes, authorization=authorization)
+        router = CallRouter(
+            executor,
+            catalog,
+            max_output_bytes=settings.max_output_bytes,
+            authorization=authorization,
+            validate_inputs=settings.validate_inputs,
+        )
         search: ToolSearch | None = None
         served = catalog
         if settings.tool_mode == "search":

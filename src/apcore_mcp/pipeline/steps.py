@@ -11,7 +11,6 @@ JSON round trip as apcore does it), the ``errors`` lists, format warnings and th
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Self
 
 import pydantic
@@ -21,6 +20,7 @@ from apcore.errors import ModuleDisabledError, ModuleNotFoundError, SchemaValida
 from apcore.pipeline import BaseStep, PipelineContext, StepResult
 from apcore.schema.hardening import warn_format_violations
 
+from apcore_mcp.input_check import validate_strictly
 from apcore_mcp.pipeline.internals import (
     BuiltinInputValidation,
     BuiltinModuleLookup,
@@ -31,7 +31,7 @@ from apcore_mcp.pipeline.internals import (
     resolve_redaction,
     step_redaction,
 )
-from apcore_mcp.pipeline.plans import PlanCache, SchemaModel, SchemaView
+from apcore_mcp.pipeline.plans import PlanCache, SchemaView
 from apcore_mcp.pipeline.redaction import Redaction
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class FastInputValidation(PlannedStep, BuiltinInputValidation):  # type: ignore[
             ctx.validated_inputs = ctx.inputs
             return StepResult(action=_CONTINUE)
         try:
-            _validate_input(model, ctx.inputs)
+            validate_strictly(model, ctx.inputs)
         except pydantic.ValidationError as exc:
             errors = convert_validation_errors(exc)
             raise SchemaValidationError(message=f"Input validation failed: {errors}", errors=errors) from exc
@@ -112,21 +112,6 @@ class FastInputValidation(PlannedStep, BuiltinInputValidation):  # type: ignore[
             if ctx.context is not None and hasattr(ctx.context, "redacted_inputs"):
                 ctx.context.redacted_inputs = redacted
         return StepResult(action=_CONTINUE)
-
-
-def _validate_input(model: SchemaModel, inputs: dict[str, Any]) -> None:
-    """Strict validation, through JSON when the inputs are JSON (as apcore: JSON-mode strictness)."""
-    try:
-        text = json.dumps(inputs)
-    except (TypeError, ValueError):
-        # Native callers may pass datetime/UUID/Enum values: strict Python-mode validation.
-        model.model_validate(inputs, strict=True)
-        return
-    validate_json = getattr(model, "model_validate_json", None)
-    if callable(validate_json):
-        validate_json(text, strict=True)
-    else:
-        model.model_validate(inputs, strict=True)
 
 
 class FastOutputValidation(PlannedStep, BuiltinOutputValidation):  # type: ignore[misc]  # untyped base

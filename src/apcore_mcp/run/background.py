@@ -10,6 +10,7 @@ from typing import Unpack
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.resource_metadata import http_origin
+from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
 from apcore_mcp.run.serve import build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import SettingsOptions, configure_logging, normalize_transport
@@ -19,7 +20,8 @@ from apcore_mcp.types import RegistryOrExecutor
 class BackgroundServer:
     """Run a server on its own thread: ``start()``, ``stop()``, ``wait()``.
 
-    Takes the same arguments as ``serve()``. For the HTTP transports, ``start()`` binds the
+    Takes the same arguments as ``serve()``. ``start()`` returns once ``on_startup`` has; every
+    ``start()`` after a ``stop()`` runs the callbacks again. For the HTTP transports, ``start()`` binds the
     port before returning, so a busy port raises ``OSError`` there; ``port=0`` picks a free
     port, readable as ``.port`` afterwards. (Named ``MCPServer`` before; that name, which the MCP
     SDK's own server class has too, is a deprecated alias in ``apcore_mcp`` for one release.)
@@ -30,9 +32,13 @@ class BackgroundServer:
         registry_or_executor: RegistryOrExecutor,
         *,
         transport: str = "streamable-http",
+        on_startup: Hook | None = None,
+        on_shutdown: Hook | None = None,
+        metrics_collector: CallMetrics | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
         registry_of(registry_or_executor)
+        self.hooks = ServeHooks(on_startup=on_startup, on_shutdown=on_shutdown, metrics_collector=metrics_collector)
         self._source = registry_or_executor
         self.transport = normalize_transport(transport)
         ephemeral = options.get("port") == 0
@@ -62,6 +68,7 @@ class BackgroundServer:
 
         Raises:
             OSError: the port cannot be bound.
+            StartupHookError: ``on_startup`` raised (a ``RuntimeError``; its error is the cause).
             RuntimeError: the server failed while starting.
         """
         if self.running:
@@ -72,6 +79,7 @@ class BackgroundServer:
             sock = bind_socket(self.settings.host, 0 if self._ephemeral else self.settings.port)
             self.port = sock.getsockname()[1]
         self.bridge = Bridge.build(self._source, self.settings)
+        self.hooks.observe(self.bridge.router)
         warn_if_deprecated(self.transport)
         self._started.clear()
         self._error = None
@@ -80,6 +88,8 @@ class BackgroundServer:
         if not self._started.wait(timeout) or self._error is not None:
             self.stop()
             self.wait(timeout)
+            if isinstance(self._error, StartupHookError):
+                raise self._error from self._error.__cause__
             raise RuntimeError("MCP server failed to start") from self._error
 
     def _run(self, sock: socket.socket | None) -> None:
@@ -89,6 +99,7 @@ class BackgroundServer:
                 asyncio.run(self._run_stdio())
                 return
             self._http = make_http_server(create_app(bridge=self.bridge), self.bridge)
+            self._http.hooks = self.hooks
             # On the loop the event_loop setting names, as uvicorn's own run() would.
             with asyncio.Runner(loop_factory=self._http.config.get_loop_factory()) as runner:
                 runner.run(self._serve_http(self._http, sock))
@@ -102,8 +113,11 @@ class BackgroundServer:
     async def _serve_http(self, server: HttpServer, sock: socket.socket) -> None:
         self._loop = asyncio.get_running_loop()
         task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn exposes a flag only
+        while not server.ready and not task.done():  # noqa: ASYNC110 - uvicorn exposes a flag only
             await asyncio.sleep(0.01)
+        if server.startup_error is not None:
+            await task
+            raise server.startup_error
         self._started.set()
         await task
 
@@ -111,8 +125,14 @@ class BackgroundServer:
         assert self.bridge is not None
         self._loop = asyncio.get_running_loop()
         self._stdio_task = asyncio.current_task()
-        self._started.set()
-        await run_stdio(self.bridge, handle_signals=False)
+        try:
+            await run_stdio(self.bridge, handle_signals=False, on_ready=self._started.set, hooks=self.hooks)
+        except BaseExceptionGroup as group:  # anyio's task group wraps the hook's error
+            failed = group.subgroup(StartupHookError)
+            if failed is None:
+                raise
+            error = failed.exceptions[0]
+            raise error from error.__cause__
 
     def stop(self) -> None:
         """Ask the server to shut down gracefully (non-blocking; see ``wait()``)."""

@@ -12,6 +12,7 @@ import anyio
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
+from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
 from apcore_mcp.run.started import tools_line
 from apcore_mcp.run.version import version_line
@@ -42,7 +43,13 @@ def build_settings(options: SettingsOptions) -> Settings:
 
 
 def serve(
-    registry_or_executor: RegistryOrExecutor, *, transport: str = "stdio", **options: Unpack[SettingsOptions]
+    registry_or_executor: RegistryOrExecutor,
+    *,
+    transport: str = "stdio",
+    on_startup: Hook | None = None,
+    on_shutdown: Hook | None = None,
+    metrics_collector: CallMetrics | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> None:
     """Serve every module of a Registry (or an Executor's registry) as MCP tools; block until stopped.
 
@@ -55,30 +62,51 @@ def serve(
     and the rest of ``SettingsOptions`` (one key per ``Settings`` field, typed for mypy).
     ``host``/``port`` are ignored for stdio. SIGINT/SIGTERM stop the server gracefully.
 
+    ``on_startup`` runs once the server is ready (HTTP: the port bound and the app started;
+    stdio: stdin and stdout open), ``on_shutdown`` once it has stopped (no new connections, calls
+    in flight finished), each once, plain or ``async``. ``metrics_collector`` (an
+    ``apcore.MetricsCollector``) is told each tool call's module id, outcome and duration.
+
     Raises:
-        TypeError: ``registry_or_executor`` is neither a Registry nor an Executor.
+        TypeError: ``registry_or_executor`` is neither a Registry nor an Executor; a callback is
+            not callable; ``metrics_collector`` lacks the ``MetricsCollector`` methods.
         ValueError: a setting is invalid (the message names it).
         OSError: the HTTP port cannot be bound.
+        StartupHookError: ``on_startup`` raised (its error is the cause); the server has stopped.
     """
     registry_of(registry_or_executor)
+    hooks = ServeHooks(on_startup=on_startup, on_shutdown=on_shutdown, metrics_collector=metrics_collector)
     transport = normalize_transport(transport)
     settings = build_settings(options)
     configure_logging(settings.log_level)
     if transport == "stdio":
         bridge = Bridge.build(registry_or_executor, settings)
-        anyio.run(partial(run_stdio, bridge, on_ready=partial(_started, bridge, transport)))
+        hooks.observe(bridge.router)
+        ready = partial(_started, bridge, transport)
+        try:
+            anyio.run(partial(run_stdio, bridge, on_ready=ready, hooks=hooks))
+        except BaseExceptionGroup as group:  # anyio's task group wraps the hook's error
+            failed = group.subgroup(StartupHookError)
+            if failed is None:
+                raise
+            error = failed.exceptions[0]
+            raise error from error.__cause__
         return
     logger.debug("Open files limit: %d", raise_open_files_limit())
     sock = bind_socket(settings.host, settings.port)
     try:
         bridge = Bridge.build(registry_or_executor, settings)
+        hooks.observe(bridge.router)
         warn_if_deprecated(transport)
         server = make_http_server(create_app(bridge=bridge), bridge)
         server.on_started = partial(_started, bridge, transport)  # once the lifespan mounted upstreams
+        server.hooks = hooks
         logger.info("Listening on http://%s:%d (MCP at /mcp, SSE at /sse)", settings.host, settings.port)
         server.run(sockets=[sock])
     finally:
         sock.close()
+    if server.startup_error is not None:
+        raise server.startup_error
 
 
 def warn_if_deprecated(transport: str) -> None:

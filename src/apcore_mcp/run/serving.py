@@ -26,6 +26,7 @@ from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
 from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
+from apcore_mcp.run.hooks import NO_HOOKS, ServeHooks, StartupHookError
 from apcore_mcp.run.protocol import http_protocol, parser_name
 from apcore_mcp.run.stdin import stdin_lines
 from apcore_mcp.run.stdio_drain import answering_before_eof
@@ -81,6 +82,12 @@ class HttpServer(uvicorn.Server):
         self.end_listens = end_listens
         self.on_started: Callable[[], None] | None = None
         """Run once serving has started (the lifespan, upstream mounts included, is done)."""
+        self.hooks: ServeHooks = NO_HOOKS
+        """``on_startup`` runs after ``on_started``; ``on_shutdown`` once the server has stopped."""
+        self.ready = False
+        """Started, and ``on_startup`` has returned: what ``BackgroundServer.start()`` waits for."""
+        self.startup_error: StartupHookError | None = None
+        """``on_startup`` raised: the server shut down instead of serving (its runner raises this)."""
         self._sockets: list[socket.socket] = []
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
@@ -97,6 +104,14 @@ class HttpServer(uvicorn.Server):
             )
         if self.started and self.on_started is not None:
             self.on_started()
+        if self.started:
+            try:
+                await self.hooks.started()
+            except StartupHookError as exc:
+                self.startup_error = exc
+                self.should_exit = True  # uvicorn then shuts down what started, without serving
+                return
+            self.ready = True
 
     def listen_hosts(self) -> list[str]:
         """The addresses this server's sockets are bound to (its ``host`` before it has any)."""
@@ -173,6 +188,8 @@ class HttpServer(uvicorn.Server):
             connection.shutdown()
         await drain(self.router, self.drain_seconds, self.end_listens)
         await super().shutdown(sockets)
+        if self.ready:
+            await self.hooks.stopped()
 
 
 def loop_name(loop: asyncio.AbstractEventLoop) -> str:
@@ -256,25 +273,44 @@ def raise_open_files_limit() -> int:
     return soft
 
 
-async def run_stdio(bridge: Bridge, *, handle_signals: bool = True, on_ready: Callable[[], None] | None = None) -> None:
+async def run_stdio(
+    bridge: Bridge,
+    *,
+    handle_signals: bool = True,
+    on_ready: Callable[[], None] | None = None,
+    hooks: ServeHooks = NO_HOOKS,
+) -> None:
     """Serve one client over stdin/stdout until it closes the pipe or a stop signal arrives.
 
-    ``on_ready`` runs once stop signals are handled, so a "started" log line is a promise that
-    SIGTERM/SIGINT from then on end the server cleanly.
+    ``hooks.on_startup`` runs once stdin and stdout are open (a request arriving meanwhile waits
+    for it), then ``on_ready``: stop signals are handled by then, so a "started" log line is a
+    promise that SIGTERM/SIGINT from then on end the server cleanly. ``hooks.on_shutdown`` runs
+    once the session has ended, shielded from the cancellation that ends it.
+
+    Raises:
+        StartupHookError: ``on_startup`` raised; nothing was served.
     """
     server = bridge.server
     async with BridgeService(bridge), anyio.create_task_group() as tasks, stdin_lines(bridge.settings) as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
             await tasks.start(_stop_on_signal, tasks.cancel_scope, bridge)
-        if on_ready is not None:
-            on_ready()
-        async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
-            if stdin is not None:
-                stdin.attach(write_stream)  # answers to malformed lines go out in order with the rest
-            # A client that closes stdin right after its requests still gets every answer (bounded).
-            seconds = bridge.settings.shutdown_timeout
-            async with answering_before_eof(read_stream, write_stream, seconds) as (reads, writes):
-                await server.run(reads, writes, server.create_initialization_options())
+        serving = False
+        try:
+            async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
+                if stdin is not None:
+                    stdin.attach(write_stream)  # answers to malformed lines go out in order with the rest
+                await hooks.started()
+                serving = True
+                if on_ready is not None:
+                    on_ready()
+                # A client that closes stdin right after its requests still gets every answer (bounded).
+                seconds = bridge.settings.shutdown_timeout
+                async with answering_before_eof(read_stream, write_stream, seconds) as (reads, writes):
+                    await server.run(reads, writes, server.create_initialization_options())
+        finally:
+            if serving:
+                with anyio.CancelScope(shield=True):
+                    await hooks.stopped()
         tasks.cancel_scope.cancel()
 
 

@@ -31,6 +31,7 @@ class SettingsOptions(TypedDict, total=False):
     resume_max_bytes: int
     resume_stream_max_bytes: int
     approval: str
+    validate_inputs: bool
     request_state_keys: tuple[str, ...] | list[str]
     input_timeout: float
     request_state_ttl: float

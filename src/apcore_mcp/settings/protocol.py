@@ -65,6 +65,13 @@ class ProtocolSettings:
         kind="choice",
         choices=APPROVAL_MODES,
     )
+    validate_inputs: bool = option(
+        False,
+        "check a call's arguments against the tool's input schema before anything runs (no ACL, approval, "
+        "rate limit or middleware): a bad one is refused with the fields named",
+        group="protocol",
+        kind="bool",
+    )
     request_state_keys: tuple[str, ...] = option(
         (),
         "secrets (32+ characters each, comma list) sealing 2026-07-28 `requestState`: the first seals, all open; "
