@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 import pydantic
-from apcore.builtin_steps import _convert_validation_errors as convert_validation_errors
 from apcore.errors import SchemaValidationError
 
 from apcore_mcp.errors import SafeError, to_safe_error
+from apcore_mcp.pipeline.internals import convert_validation_errors
 
 
 def validate_strictly(model: Any, inputs: dict[str, Any]) -> None:
