@@ -164,3 +164,29 @@ async def test_a_failing_collector_does_not_change_the_answer(caplog: pytest.Log
             result = await client.call_tool("hostile.echo", {})
     assert not result.is_error and json.loads(text_of(result)) == {"ok": True}
     assert any("metrics_collector raised" in message for message in caplog.messages)
+
+
+@pytest.mark.parametrize("validate", [True, False])
+async def test_in_search_mode_the_invoked_tools_arguments_are_checked_before_it_is_asked_about(
+    validate: bool, tmp_path: Path
+) -> None:
+    """``invoke_tool`` runs its target through a router of its own: the edge check must reach that one too."""
+    asked: list[str] = []
+
+    async def approve(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    registry = Registry()
+    registry.register("demo.purge", Purge())
+    with background(registry, validate_inputs=validate, tool_mode="search") as server:
+        async with Client(f"{server.url}/mcp", mode="legacy", elicitation_callback=approve) as client:
+            refused = await client.call_tool("invoke_tool", {"name": "demo.purge", "arguments": {"marker": 7}})
+            valid = await client.call_tool(
+                "invoke_tool", {"name": "demo.purge", "arguments": {"marker": str(tmp_path / "ran")}}
+            )
+    assert refused.is_error and "Input validation failed:" in text_of(refused)
+    assert "- marker: " in text_of(refused)
+    assert not valid.is_error and (tmp_path / "ran").exists()
+    # With the check on, only the valid call was asked about; without it, apcore asks first, then validates.
+    assert len(asked) == (1 if validate else 2)

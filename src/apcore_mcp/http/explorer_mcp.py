@@ -34,7 +34,7 @@ from apcore_mcp.approval import mcp_approval_handler
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.body import read_replayed, replaying, send_json
 from apcore_mcp.http.explorer import CONFIRM_HEADER, EXECUTE_SETTING, ExecuteGate, same_origin
-from apcore_mcp.http.mcp_front import valid_request_id
+from apcore_mcp.http.mcp_front import header, valid_request_id
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.mcp.edge import EXPLORER_SCOPE_KEY
 from apcore_mcp.principal import identity_of, principal_of
@@ -114,7 +114,7 @@ class ExplorerMcp:
         if method != "tools/call":
             return None
         target = self.target_of(params, scope)
-        if target is None or not self.needs_confirmation(target) or _confirmed(scope) == target.name:
+        if target is None or not self.needs_confirmation(target) or header(scope, _CONFIRM) == target.name:
             return None
         return 428, "unconfirmed", self.confirmation(target, scope)
 
@@ -161,13 +161,6 @@ def runs_module(method: object, params: dict[str, Any]) -> bool:
         uri = params.get("uri")
         return not (isinstance(uri, str) and uri.startswith(DOCS_SCHEME))
     return False
-
-
-def _confirmed(scope: Scope) -> str | None:
-    for key, value in scope["headers"]:
-        if key == _CONFIRM:
-            return str(value.decode("latin-1"))
-    return None
 
 
 async def _refuse(

@@ -101,7 +101,7 @@ class McpFront:
         await self._serve(scope, body, receive, send, request_id, modern)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
-        last_event_id = _header(scope, _LAST_EVENT_ID)
+        last_event_id = header(scope, _LAST_EVENT_ID)
         if last_event_id is None:
             await self.app(scope, receive, send)
             return
@@ -109,7 +109,7 @@ class McpFront:
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != _LAST_EVENT_ID]}
             await self.app(scope, receive, send)
             return
-        session = _header(scope, _SESSION)
+        session = header(scope, _SESSION)
         stream = self.events.stream_of(session, last_event_id) if self.events is not None and session else None
         waiting = self._pending.pop((session, stream), None) if session and stream else None
         if waiting is not None:
@@ -174,7 +174,7 @@ class McpFront:
                     watcher.cancel()
 
     def _cancel_unless_resumed(self, scope: Scope, request_id: str | int) -> None:
-        session = _header(scope, _SESSION)
+        session = header(scope, _SESSION)
         if session is None:
             return
         key = (session, str(request_id))
@@ -189,7 +189,7 @@ class McpFront:
 
     async def _cancel_in_session(self, scope: Scope, request_id: str | int) -> None:
         """Deliver ``notifications/cancelled`` for ``request_id`` to the request's session, as its client would."""
-        if _header(scope, _SESSION) is None:
+        if header(scope, _SESSION) is None:
             return
         notification = {
             "jsonrpc": "2.0",
@@ -228,7 +228,8 @@ def _decode(body: bytes) -> JSONValue:
     return message
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name`` (lower-case bytes), or ``None``."""
     for key, value in scope["headers"]:
         if key == name:
             return str(value.decode("latin-1"))
@@ -237,5 +238,5 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def _is_modern(scope: Scope) -> bool:
     """The SDK's routing rule: a version header naming no handshake-era revision goes the 2026-07-28 way."""
-    version = _header(scope, _VERSION)
+    version = header(scope, _VERSION)
     return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS

@@ -125,14 +125,7 @@ class BackgroundServer:
         assert self.bridge is not None
         self._loop = asyncio.get_running_loop()
         self._stdio_task = asyncio.current_task()
-        try:
-            await run_stdio(self.bridge, handle_signals=False, on_ready=self._started.set, hooks=self.hooks)
-        except BaseExceptionGroup as group:  # anyio's task group wraps the hook's error
-            failed = group.subgroup(StartupHookError)
-            if failed is None:
-                raise
-            error = failed.exceptions[0]
-            raise error from error.__cause__
+        await run_stdio(self.bridge, handle_signals=False, on_ready=self._started.set, hooks=self.hooks)
 
     def stop(self) -> None:
         """Ask the server to shut down gracefully (non-blocking; see ``wait()``)."""

@@ -12,7 +12,7 @@ import anyio
 from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
-from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
+from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
 from apcore_mcp.run.started import tools_line
 from apcore_mcp.run.version import version_line
@@ -83,14 +83,7 @@ def serve(
         bridge = Bridge.build(registry_or_executor, settings)
         hooks.observe(bridge.router)
         ready = partial(_started, bridge, transport)
-        try:
-            anyio.run(partial(run_stdio, bridge, on_ready=ready, hooks=hooks))
-        except BaseExceptionGroup as group:  # anyio's task group wraps the hook's error
-            failed = group.subgroup(StartupHookError)
-            if failed is None:
-                raise
-            error = failed.exceptions[0]
-            raise error from error.__cause__
+        anyio.run(partial(run_stdio, bridge, on_ready=ready, hooks=hooks))
         return
     logger.debug("Open files limit: %d", raise_open_files_limit())
     sock = bind_socket(settings.host, settings.port)

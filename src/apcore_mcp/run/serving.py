@@ -290,6 +290,19 @@ async def run_stdio(
     Raises:
         StartupHookError: ``on_startup`` raised; nothing was served.
     """
+    try:
+        await _serve_stdio(bridge, handle_signals, on_ready, hooks)
+    except BaseExceptionGroup as group:  # the task group wraps on_startup's error: raise it as itself
+        failed = group.subgroup(StartupHookError)
+        if failed is None:
+            raise
+        error = failed.exceptions[0]
+        raise error from error.__cause__
+
+
+async def _serve_stdio(
+    bridge: Bridge, handle_signals: bool, on_ready: Callable[[], None] | None, hooks: ServeHooks
+) -> None:
     server = bridge.server
     async with BridgeService(bridge), anyio.create_task_group() as tasks, stdin_lines(bridge.settings) as stdin:
         if handle_signals and threading.current_thread() is threading.main_thread():
