@@ -25,9 +25,11 @@ from apcore_mcp.pipeline.internals import executor_approval_handler
 from apcore_mcp.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.upstreams import mounts_upstreams
 from apcore_mcp.types import registry_of
-from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig, load_config
+from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.module import upstream_server_of
+from apcore_mcp.upstream.mount import config_of
 from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 if TYPE_CHECKING:
@@ -179,10 +181,10 @@ class Bridge:
         settings = settings or Settings()
         registry = registry_of(registry_or_executor)
         upstream_config, selection = None, None
-        if (config_path := settings.mcp_config) is not None:
+        if mounts_upstreams(settings):
             # Upstream tools register once their servers mount (when serving starts): follow the registry.
             settings = settings.replace(dynamic=True)
-            upstream_config = load_config(config_path, os.environ, strict=settings.strict_upstreams)
+            upstream_config = config_of(settings, os.environ)
             selection = ToolsetSelection(registry, main_toolset(upstream_config, settings))
             include = selection if include is None else _both(include, selection)
         executor = executor_for(registry_or_executor, settings)

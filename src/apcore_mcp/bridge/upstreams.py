@@ -48,7 +48,7 @@ async def serving_upstreams(
 ) -> AsyncIterator[UpstreamRuntime | None]:
     """The mounted upstream servers of ``bridge`` (``None`` without a config) while serving."""
     settings = bridge.settings
-    if bridge.upstream_config is None or settings.mcp_config is None:
+    if bridge.upstream_config is None:
         yield None
         return
     environ = os.environ
@@ -74,7 +74,8 @@ async def serving_upstreams(
                 if endpoints is not None:
                     endpoints.refresh()
 
-            tasks.start_soon(partial(watch_config, settings.mcp_config, reload, interval=CONFIG_POLL_SECONDS))
+            if settings.mcp_config is not None:  # --from-openapi alone has no file to follow
+                tasks.start_soon(partial(watch_config, settings.mcp_config, reload, interval=CONFIG_POLL_SECONDS))
             if handle_sighup if handle_sighup is not None else threading.current_thread() is threading.main_thread():
                 await tasks.start(_reload_on_sighup, reload)
             yield runtime

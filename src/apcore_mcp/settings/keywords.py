@@ -86,6 +86,7 @@ class SettingsOptions(TypedDict, total=False):
     stdio_identity_type: str
     stdio_roles: tuple[str, ...] | list[str]
     mcp_config: str | None
+    from_openapi: tuple[str, ...] | list[str]
     upstreams: bool
     strict_upstreams: bool
     upstream_log_dir: str | None

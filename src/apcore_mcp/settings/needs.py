@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from apcore_mcp.settings.fields import SettingsFields
 from apcore_mcp.settings.option import SettingError
-from apcore_mcp.settings.upstreams import MOUNTING
+from apcore_mcp.settings.upstreams import MOUNTING, SOURCES, mounts_upstreams
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,13 +36,13 @@ def _jwt(s: SettingsFields) -> bool:
 
 
 def _config(s: SettingsFields) -> bool:
-    return s.mcp_config is not None
+    return mounts_upstreams(s)
 
 
 _AUTH = "auth is 'none' (set --auth jwt or --auth api-key)"
 _JWT = "auth is not 'jwt'"
 _RESUMABLE = "streams are not resumable (resumable is off, the server is stateless, or json_response is on)"
-_CONFIG = "no mcp_config is given"
+_CONFIG = "neither mcp_config nor from_openapi is given"
 
 NEEDS: tuple[Need, ...] = (
     *(Need(name, "auth", _AUTH, _auth_on) for name in ("auth_scopes", "auth_route_scopes", "auth_tool_scopes")),
@@ -77,7 +77,7 @@ NEEDS: tuple[Need, ...] = (
     Need("explorer_prefix", "explorer", "explorer is off", lambda s: s.explorer),
     Need("allow_execute", "explorer", "explorer is off", lambda s: s.explorer),
     Need("execute_token", "allow_execute", "allow_execute is off", lambda s: s.allow_execute),
-    *(Need(name, "mcp_config", _CONFIG, _config) for name in MOUNTING[1:]),
+    *(Need(name, "mcp_config", _CONFIG, _config) for name in MOUNTING[len(SOURCES) :]),
 )
 
 

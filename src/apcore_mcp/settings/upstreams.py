@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apcore_mcp.settings.option import SettingError, check_whole, option
+from apcore_mcp.settings.option import SettingError, as_tuple, check_whole, option, set_field
 
 TOOL_MODES: tuple[str, ...] = ("list", "search")
 TOOLSETS_PREFIX = "/toolsets"
 """Under it, each toolset of ``mcp_config`` but the main one has its endpoint: ``/toolsets/<name>/mcp``."""
 OLD_TOOLSETS_PREFIX = "/scopes"
 """The deprecated old prefix of the toolset endpoints (they were called scopes); it redirects."""
-MOUNTING = ("mcp_config", "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
-"""The settings of mounting upstream servers: ``mcp_config`` and those meaning something only under it."""
+SOURCES = ("mcp_config", "from_openapi")
+"""The settings naming upstream servers to mount: either one is enough."""
+MOUNTING = (*SOURCES, "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+"""The settings of mounting upstream servers: ``SOURCES`` and those meaning something only under one of them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +25,14 @@ class UpstreamSettings:
         group="upstreams",
         env="CONFIG",
         metavar="FILE",
+    )
+    from_openapi: tuple[str, ...] = option(
+        (),
+        "OpenAPI 3 documents (URL or file) whose operations are mounted as tools, each a server named "
+        "`NAME` when given as `NAME=URL_OR_FILE` (see docs/openapi.md); repeatable",
+        group="upstreams",
+        kind="list",
+        metavar="[NAME=]URL_OR_FILE",
     )
     upstreams: bool = option(
         True,
@@ -65,6 +75,11 @@ class UpstreamSettings:
     )
 
 
+def mounts_upstreams(s: UpstreamSettings) -> bool:
+    """Whether the settings name upstream servers to mount (an ``mcp_config``, ``from_openapi`` documents)."""
+    return s.mcp_config is not None or bool(s.from_openapi)
+
+
 def check_upstreams(s: UpstreamSettings) -> None:
     for what in ("mcp_config", "upstream_log_dir", "toolset"):
         value = getattr(s, what)
@@ -73,6 +88,9 @@ def check_upstreams(s: UpstreamSettings) -> None:
     for what in ("upstreams", "strict_upstreams"):
         if not isinstance(getattr(s, what), bool):
             raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    set_field(s, "from_openapi", as_tuple(s.from_openapi, "from_openapi"))
+    if any(not isinstance(item, str) or not item.strip() for item in s.from_openapi):
+        raise SettingError("from_openapi", "from_openapi entries must be non-empty strings")
     check_whole(s, "upstream_max_message_bytes", 1024)
     if s.tool_mode not in TOOL_MODES:
         raise SettingError("tool_mode", f"tool_mode must be one of: {', '.join(TOOL_MODES)}, got {s.tool_mode!r}")

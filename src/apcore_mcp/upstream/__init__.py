@@ -8,6 +8,7 @@ Import from the submodules (this package imports nothing, so the call path, whic
 - ``config``: ``load_config`` / ``parse_config`` of ``mcp.json`` into ``ServerSpec`` / ``ToolsetSpec``;
 - ``pool``: ``UpstreamPool`` and its ``Lease`` (shared, restarted, reaped servers);
 - ``source``: ``UpstreamSource`` (one server's tools in a registry);
+- ``openapi``: ``OpenApiSource`` (an HTTP API's operations in a registry: an ``openapi`` entry);
 - ``toolsets``: ``UpstreamRuntime.apply`` (toolset switches, reloads) and ``toolset_filter``;
 - ``results``: ``MCP_RESULT_KEY``, ``to_output``, ``mcp_result_of`` (a result across the Executor).
 """

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from apcore_mcp.upstream.config_checks import check_aliases, check_server, check_toolsets
 from apcore_mcp.upstream.expand import Redactor, expand
+from apcore_mcp.upstream.openapi_entries import openapi_entries
 from apcore_mcp.upstream.specs import (
     ALL,
     DEFAULT_TIMEOUT,
@@ -65,12 +66,16 @@ OLD_TOOLSETS_KEY = "scopes"
 """The old name of ``toolsets`` (too easily read as OAuth scopes); still read, with a warning."""
 
 
-def load_config(path: str | Path, environ: Mapping[str, str], *, strict: bool = False) -> UpstreamConfig:
-    """Read and check ``path``.
+def load_config(
+    path: str | Path | None, environ: Mapping[str, str], *, strict: bool = False, openapi: Sequence[str] = ()
+) -> UpstreamConfig:
+    """Read and check ``path`` (``None``: no file), plus an ``openapi`` server per document of ``openapi``.
 
     Raises:
         UpstreamConfigError: unreadable or invalid file, or (``strict``) a missing variable.
     """
+    if path is None:
+        return parse_config({}, environ, strict=strict, source="--from-openapi", openapi=openapi)
     source = str(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -78,13 +83,24 @@ def load_config(path: str | Path, environ: Mapping[str, str], *, strict: bool = 
         raise UpstreamConfigError([Problem(source, f"cannot be read ({exc.strerror or exc})")], source) from None
     except json.JSONDecodeError as exc:
         raise UpstreamConfigError([Problem(source, f"is not JSON: {exc.msg} at line {exc.lineno}")], source) from None
-    return parse_config(data, environ, strict=strict, source=source)
+    return parse_config(data, environ, strict=strict, source=source, base_dir=Path(path).parent, openapi=openapi)
 
 
 def parse_config(
-    data: Any, environ: Mapping[str, str], *, strict: bool = False, source: str = "mcp config"
+    data: Any,
+    environ: Mapping[str, str],
+    *,
+    strict: bool = False,
+    source: str = "mcp config",
+    base_dir: Path | None = None,
+    openapi: Sequence[str] = (),
 ) -> UpstreamConfig:
-    """Check a parsed ``mcp.json`` document and expand its placeholders (see the module doc)."""
+    """Check a parsed ``mcp.json`` document and expand its placeholders (see the module doc).
+
+    ``base_dir``: where a relative ``openapi`` file path is read from (the file's directory;
+    else the working directory). ``openapi``: documents given outside the file (``--from-openapi``),
+    each mounted as a server of its own.
+    """
     problems: list[Problem] = []
     if not isinstance(data, dict):
         raise UpstreamConfigError([Problem(source, "must be a JSON object")], source)
@@ -92,6 +108,7 @@ def parse_config(
     if not isinstance(raw_servers, dict):
         problems.append(Problem("mcpServers", "must be an object of server name -> server"))
         raw_servers = {}
+    raw_servers = {**raw_servers, **openapi_entries(openapi, raw_servers, problems)}
     redactor = Redactor()
     servers: dict[str, ServerSpec] = {}
     skipped: dict[str, str] = {}
@@ -102,7 +119,7 @@ def parse_config(
         if raw.get("enabled", True) is False:
             skipped[name] = "disabled"
             continue
-        expanded, missing = _expand_spec(spec, environ, redactor)
+        expanded, missing = _expand_spec(spec, environ, redactor, base_dir)
         if missing:
             reason = f"environment variable(s) {', '.join(missing)} not set"
             if strict:
@@ -113,6 +130,9 @@ def parse_config(
             continue
         if expanded.url is not None and not expanded.url.startswith(("http://", "https://")):
             problems.append(Problem(f"mcpServers.{name}.url", "must start with http:// or https:// once expanded"))
+            continue
+        if expanded.base_url is not None and not expanded.base_url.startswith(("http://", "https://")):
+            problems.append(Problem(f"mcpServers.{name}.baseUrl", "must start with http:// or https:// once expanded"))
             continue
         servers[name] = expanded
     aliases = check_aliases(raw_servers, problems)
@@ -136,8 +156,11 @@ def _toolsets_entry(data: dict[str, Any], source: str, problems: list[Problem]) 
     return OLD_TOOLSETS_KEY, data[OLD_TOOLSETS_KEY]
 
 
-def _expand_spec(spec: ServerSpec, environ: Mapping[str, str], redactor: Redactor) -> tuple[ServerSpec, list[str]]:
-    """The spec with placeholders expanded in command, args, env, cwd, url and headers; the variables missing."""
+def _expand_spec(
+    spec: ServerSpec, environ: Mapping[str, str], redactor: Redactor, base_dir: Path | None = None
+) -> tuple[ServerSpec, list[str]]:
+    """The spec with placeholders expanded in command, args, env, cwd, url, headers, openapi and baseUrl;
+    the variables missing. A relative ``openapi`` file path is made absolute against ``base_dir``."""
     missing: list[str] = []
     secrets: list[str] = []
 
@@ -166,8 +189,17 @@ def _expand_spec(spec: ServerSpec, environ: Mapping[str, str], redactor: Redacto
         aliases=spec.aliases,
         protocol=spec.protocol,
         description=spec.description,
+        openapi=_document(one(spec.openapi), base_dir),
+        base_url=one(spec.base_url),
+        operations=spec.operations,
     )
     redactor.add(secrets)
     # Header and env values are credentials more often than not, whether or not they came from a variable.
     redactor.add(value for _key, value in (*expanded.headers, *expanded.env))
     return expanded, missing
+
+
+def _document(value: str | None, base_dir: Path | None) -> str | None:
+    if value is None or value.startswith(("http://", "https://")):
+        return value
+    return str((base_dir or Path.cwd()) / Path(value).expanduser())

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from apcore_mcp.upstream.specs import (
     ALL,
     DEFAULT_TIMEOUT,
+    OPENAPI,
     PROTOCOLS,
     SERVER_KEYS,
     SHARING,
@@ -41,7 +42,7 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
     before = len(problems)
     for key in sorted(set(raw) - SERVER_KEYS):
         problems.append(Problem(f"{where}.{key}", "unknown field"))
-    transport = _transport(raw, where, problems)
+    transport = OPENAPI if "openapi" in raw else _transport(raw, where, problems)
     common = _Common(
         timeout=_timeout(raw.get("timeout", DEFAULT_TIMEOUT), f"{where}.timeout", problems),
         sharing=_choice(raw.get("sharing", "shared"), SHARING, f"{where}.sharing", problems),
@@ -51,7 +52,9 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
     )
     if not isinstance(raw.get("enabled", True), bool):
         problems.append(Problem(f"{where}.enabled", "must be true or false"))
-    if transport == "stdio":
+    if transport == OPENAPI:
+        spec = _openapi_server(name, raw, where, common, problems)
+    elif transport == "stdio":
         for key in ("headers", "url"):
             if key in raw:
                 problems.append(Problem(f"{where}.{key}", "only for url servers (this one has a command)"))
@@ -80,13 +83,46 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
     return spec if len(problems) == before else None
 
 
+_NOT_FOR_OPENAPI = ("command", "args", "env", "cwd", "url", "transport", "type", "sharing", "protocol")
+"""MCP-server fields an ``openapi`` entry has no use for: each is a mistake worth naming."""
+
+
+def _openapi_server(name: str, raw: dict[str, Any], where: str, common: _Common, problems: list[Problem]) -> ServerSpec:
+    for key in _NOT_FOR_OPENAPI:
+        if key in raw:
+            problems.append(Problem(f"{where}.{key}", "not for an openapi entry (an HTTP API, not an MCP server)"))
+    document = raw.get("openapi")
+    if not isinstance(document, str) or not document.strip():
+        problems.append(Problem(f"{where}.openapi", "must be the URL or file path of an OpenAPI document"))
+        document = None
+    operations = raw.get("operations")
+    if operations is not None:
+        if not isinstance(operations, list) or not operations:
+            problems.append(Problem(f"{where}.operations", "must be a non-empty list of operationIds"))
+        operations = tuple(_strings(operations, f"{where}.operations", problems)) or None
+    base_url = raw.get("baseUrl")
+    if base_url is not None:
+        base_url = _url(base_url, f"{where}.baseUrl", problems)
+    return ServerSpec(
+        name=name,
+        transport=OPENAPI,
+        openapi=document,
+        base_url=base_url,
+        operations=operations,
+        headers=tuple(sorted(_string_map(raw.get("headers", {}), f"{where}.headers", problems).items())),
+        **common._asdict(),
+    )
+
+
 def _transport(raw: dict[str, Any], where: str, problems: list[Problem]) -> str | None:
     has_command, has_url = "command" in raw, "url" in raw
     if has_command and has_url:
         problems.append(Problem(where, '"command" and "url" are mutually exclusive: a server is one or the other'))
         return None
     if not has_command and not has_url:
-        problems.append(Problem(where, 'needs "command" (a stdio server) or "url" (an http or sse server)'))
+        problems.append(
+            Problem(where, 'needs "command" (a stdio server), "url" (an http or sse server) or "openapi" (an HTTP API)')
+        )
         return None
     declared = raw.get("transport", raw.get("type"))
     if "transport" in raw and "type" in raw and raw["transport"] != raw["type"]:

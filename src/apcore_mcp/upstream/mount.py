@@ -1,4 +1,4 @@
-"""Mounting the servers of ``settings.mcp_config`` for a serving process, and reloading them.
+"""Mounting the servers of ``settings.mcp_config`` (and ``from_openapi``) for a serving process, and reloading them.
 
 ``mount_upstreams(registry, settings, environ)`` is the one entry point the run layer needs:
 an async context manager that loads the file, opens the pool, mounts the servers the served
@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.upstreams import mounts_upstreams
 from apcore_mcp.upstream.config import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
 from apcore_mcp.upstream.errors import UpstreamError
 from apcore_mcp.upstream.handles import UpstreamPool
@@ -31,6 +32,15 @@ class UpstreamStartError(RuntimeError):
     """Strict mode: a server of the config could not be mounted."""
 
 
+def config_of(settings: Settings, environ: Mapping[str, str]) -> UpstreamConfig:
+    """The servers ``settings`` name: its ``mcp_config`` file and its ``from_openapi`` documents.
+
+    Raises:
+        UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
+    """
+    return load_config(settings.mcp_config, environ, strict=settings.strict_upstreams, openapi=settings.from_openapi)
+
+
 def served_toolsets(config: UpstreamConfig, main: str | None) -> list[str]:
     """The main endpoint's toolset first, then every toolset of the file (each has an endpoint)."""
     first = main or DEFAULT_TOOLSET
@@ -41,7 +51,7 @@ def served_toolsets(config: UpstreamConfig, main: str | None) -> list[str]:
 async def mount_upstreams(
     registry: Any, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
 ) -> AsyncIterator[UpstreamRuntime | None]:
-    """The mounted servers of ``settings.mcp_config`` (``None`` without one); ``config``: already read.
+    """The mounted servers of ``settings`` (``None`` when it names none); ``config``: already read.
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
@@ -49,11 +59,11 @@ async def mount_upstreams(
         UpstreamStartError: strict, and a server could not be started.
         KeyError: ``settings.toolset`` names no toolset of the file.
     """
-    if settings.mcp_config is None:
+    if not mounts_upstreams(settings):
         yield None
         return
     if config is None:
-        config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+        config = config_of(settings, environ)
     async with UpstreamPool(
         redactor=config.redactor,
         log_dir=settings.upstream_log_dir,
@@ -73,10 +83,10 @@ async def mount_upstreams(
 
 def read_config(settings: Settings, environ: Mapping[str, str]) -> UpstreamConfig | None:
     """The config file as it is now; ``None`` (and an ERROR logged) when it is unusable."""
-    if settings.mcp_config is None:
+    if not mounts_upstreams(settings):
         return None
     try:
-        return load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+        return config_of(settings, environ)
     except UpstreamConfigError as exc:
         logger.error("Upstream config not reloaded, the running servers stay as they are: %s", exc)
         return None
@@ -86,11 +96,11 @@ async def reload_upstreams(
     runtime: UpstreamRuntime, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
 ) -> Switch | None:
     """Apply the config file as it is now (or ``config``); ``None`` (and an ERROR logged) when it is unusable."""
-    if settings.mcp_config is None:
+    if not mounts_upstreams(settings):
         return None
     try:
         if config is None:
-            config = load_config(settings.mcp_config, environ, strict=settings.strict_upstreams)
+            config = config_of(settings, environ)
         toolsets = served_toolsets(config, settings.toolset)
         runtime.pool.redactor.add(config.redactor.secrets)
         return await runtime.apply(config, toolsets)

@@ -9,6 +9,8 @@ from typing import Any
 from apcore_mcp.upstream.expand import Redactor
 
 TRANSPORTS = ("stdio", "http", "sse")
+OPENAPI = "openapi"
+"""The transport of an ``openapi`` entry: an HTTP API's operations as tools (``upstream.openapi``)."""
 TRANSPORT_ALIASES = {"streamable-http": "http", "streamablehttp": "http", "streamable_http": "http"}
 SHARING = ("shared", "per-principal", "per-session")
 PROTOCOLS = ("auto", "legacy")
@@ -19,7 +21,7 @@ ALL = "all"
 
 SERVER_KEYS = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "timeout", "enabled", "sharing"}
-    | {"aliases", "protocol", "description"}
+    | {"aliases", "protocol", "description", "openapi", "baseUrl", "operations"}
 )
 TOOLSET_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
 
@@ -59,6 +61,12 @@ class ServerSpec:
     aliases: tuple[str, ...] = ()
     protocol: str = "auto"
     description: str = ""
+    openapi: str | None = None
+    """An ``openapi`` entry's document: an http(s) URL or an absolute file path."""
+    base_url: str | None = None
+    """An ``openapi`` entry's ``baseUrl`` (``None``: the document's first ``servers`` URL)."""
+    operations: tuple[str, ...] | None = None
+    """An ``openapi`` entry's operationIds to mount (``None``: every operation)."""
 
     @property
     def is_remote(self) -> bool:
@@ -67,6 +75,8 @@ class ServerSpec:
     @property
     def key(self) -> tuple[Any, ...]:
         """What makes the running server: equal keys share one process or connection."""
+        if self.transport == OPENAPI:
+            return (self.name, OPENAPI, self.openapi, self.base_url, self.headers, self.operations)
         if self.is_remote:
             return (self.name, self.transport, self.url, self.headers, self.protocol)
         return (self.name, "stdio", self.command, self.args, self.env, self.cwd, self.protocol)

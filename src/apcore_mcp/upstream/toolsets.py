@@ -24,7 +24,12 @@ from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.names import server_segments
+from apcore_mcp.upstream.openapi import OpenApiSource
 from apcore_mcp.upstream.source import UpstreamSource
+from apcore_mcp.upstream.specs import OPENAPI
+
+Source = UpstreamSource | OpenApiSource
+"""A mounted server: an MCP server's tools, or an HTTP API's operations (``openapi`` entries)."""
 
 __all__ = ["Switch", "UpstreamRuntime", "servers_needed", "toolset_filter", "upstream_server_of"]
 
@@ -67,6 +72,9 @@ class UpstreamRuntime:
         self.enabled = enabled
         self.config = UpstreamConfig()
         self.sources: dict[str, UpstreamSource] = {}
+        """The mounted MCP servers."""
+        self.apis: dict[str, OpenApiSource] = {}
+        """The mounted HTTP APIs (``openapi`` entries)."""
         self.failed: dict[str, str] = {}
         self._lock = anyio.Lock()
 
@@ -85,17 +93,18 @@ class UpstreamRuntime:
                 needed = servers_needed(config, toolsets)
             switch = Switch()
             firsts = server_segments([*config.servers, *config.skipped])
-            for name, source in list(self.sources.items()):
+            for name, source in list(self.mounted.items()):
                 spec = config.servers.get(name)
                 same_ids = source.segment == firsts.get(name)
                 if name in needed and spec is not None and spec.key == source.spec.key and same_ids:
                     source.update_spec(spec)
                     switch.kept.append(name)
                     continue
-                del self.sources[name]
+                self.sources.pop(name, None)
+                self.apis.pop(name, None)
                 await source.close()
                 switch.stopped.append(name)
-            to_start = [config.servers[name] for name in needed if name not in self.sources]
+            to_start = [config.servers[name] for name in needed if name not in self.mounted]
             async with anyio.create_task_group() as starting:
                 for spec in to_start:
                     starting.start_soon(self._mount, spec, firsts[spec.name], switch)
@@ -106,8 +115,20 @@ class UpstreamRuntime:
             _log(switch)
             return switch
 
+    @property
+    def mounted(self) -> dict[str, Source]:
+        """Every mounted server, MCP server or HTTP API, by name."""
+        return {**self.sources, **self.apis}
+
     async def _mount(self, spec: ServerSpec, segment: str, switch: Switch) -> None:
-        source = UpstreamSource(spec, self.pool, self.registry, segment=segment)
+        source: Source
+        if spec.transport == OPENAPI:
+            pool = self.pool
+            source = OpenApiSource(
+                spec, self.registry, segment=segment, max_bytes=pool.max_message_bytes, redactor=pool.redactor
+            )
+        else:
+            source = UpstreamSource(spec, self.pool, self.registry, segment=segment)
         try:
             await source.open()
         except UpstreamError as exc:
@@ -117,7 +138,10 @@ class UpstreamRuntime:
             logger.exception("Upstream %r could not be mounted", spec.name)
             switch.failed[spec.name] = switch.logged[spec.name] = f"{type(exc).__name__} while mounting"
             return
-        self.sources[spec.name] = source
+        if isinstance(source, OpenApiSource):
+            self.apis[spec.name] = source
+        else:
+            self.sources[spec.name] = source
         switch.started.append(spec.name)
 
     def _refuse_disabled(self, config: UpstreamConfig, toolsets: Sequence[str]) -> None:
@@ -133,7 +157,8 @@ class UpstreamRuntime:
     async def close(self) -> None:
         """Unmount every server."""
         async with self._lock:
-            sources, self.sources = list(self.sources.values()), {}
+            sources = list(self.mounted.values())
+            self.sources, self.apis = {}, {}
             for source in sources:
                 await source.close()
 
@@ -143,7 +168,7 @@ class UpstreamRuntime:
         who may see them (the explorer shows each upstream tool's server and its own name there);
         no caller names (a server run per caller is one pool entry)."""
         return {
-            "mounted": {name: len(source.module_ids) for name, source in sorted(self.sources.items())},
+            "mounted": {name: len(source.module_ids) for name, source in sorted(self.mounted.items())},
             "failed": dict(sorted(self.failed.items())),
             "pool": self.pool.status(name_callers=False),
         }
