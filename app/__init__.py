@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 
 from apcore_mcp import create_app as create_mcp_app
 from apcore_mcp.env import settings_from_env
+from apcore_mcp.run.telemetry import TracingConfigError, configure_tracing
 from apcore_mcp.settings import configure_logging
 
 logger = logging.getLogger("apcore_mcp.app")
@@ -33,6 +34,10 @@ def create_app() -> Starlette:
     except ValueError as exc:
         raise SettingsError(f"Invalid setting: {exc}") from None
     configure_logging(settings.log_level)
+    try:
+        configure_tracing(os.environ)  # the OTEL_* variables, when the tracing extra is installed
+    except TracingConfigError as exc:
+        raise SettingsError(f"Invalid setting: {exc}") from None
     path = Path(extensions_dir)
     if not path.is_dir():
         raise SettingsError(f"Invalid setting: APCORE_MCP_EXTENSIONS_DIR: not a directory: {extensions_dir}")

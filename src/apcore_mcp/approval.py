@@ -24,8 +24,9 @@ from typing import Any
 from apcore import Executor
 from apcore.approval import ApprovalRequest, ApprovalResult
 
-from apcore_mcp.context import Peer, call_context
+from apcore_mcp.context import InputRequired, Peer, call_context
 from apcore_mcp.pipeline.internals import executor_approval_handler
+from apcore_mcp.spans import approval_span, tracing_on
 from apcore_mcp.used_approvals import MemoryUsedApprovals, UsedApprovals, UsedApprovalsUnavailable, state_digest
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,18 @@ class MCPApprovalHandler:
         self.state_ttl = ttl if self.state_ttl is None else max(self.state_ttl, ttl)
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalResult:
+        if not tracing_on():
+            return await self._approval(request)
+        with approval_span(request.module_id) as span:
+            try:
+                decision = await self._approval(request)
+            except InputRequired:  # 2026-07-28: asked; the answer comes with the client's retry
+                span.set_attribute("apcore.approval.status", "asked")
+                raise
+            span.set_attribute("apcore.approval.status", decision.status)
+            return decision
+
+    async def _approval(self, request: ApprovalRequest) -> ApprovalResult:
         call = call_context(request.context)
         if call is None:
             return _rejected(NO_CLIENT)

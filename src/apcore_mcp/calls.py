@@ -42,6 +42,7 @@ from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
 from apcore_mcp.input_check import invalid_input
 from apcore_mcp.limits import Refusal
 from apcore_mcp.records import ToolRecord
+from apcore_mcp.spans import call_span, end_call_span, tracing_on
 from apcore_mcp.types import ModuleInvoker
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class CallRouter:
         authorization: Authorization | None = None,
         dispatchers: Collection[str] = (),
         validate_inputs: bool = False,
+        trace_arguments: bool = False,
     ) -> None:
         self.executor = executor
         self.catalog = catalog
@@ -134,6 +136,7 @@ class CallRouter:
         self.authorization = authorization if authorization is not None else Authorization()
         self.dispatchers = frozenset(dispatchers)
         self.validate_inputs = validate_inputs
+        self.trace_arguments = trace_arguments
         self._in_flight = 0
         self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = []
@@ -160,13 +163,40 @@ class CallRouter:
             asyncio.CancelledError: the call was cancelled (its token is set first).
         """
         call = call if call is not None else CallContext(origin="direct")
+        arguments = arguments if arguments is not None else {}
+        if tracing_on():
+            return await self._traced(name, arguments, call)
+        return await self._observed(name, arguments, call)
+
+    async def _traced(self, name: str, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
+        # A dispatcher's arguments hold its target's, which only the target's schema marks sensitive:
+        # they are recorded (redacted) on the target's span, nested in the dispatcher's.
+        recorded = self.trace_arguments and name not in self.dispatchers
+        record = self.catalog.get(name) if recorded else None
+        outer = call.span
+        with call_span(
+            name,
+            call.origin,
+            parent=call.trace_context if outer is None else None,
+            arguments=arguments if recorded else None,
+            input_schema=record.input_schema if record is not None else None,
+        ) as span:
+            call.span = span
+            try:
+                outcome = await self._observed(name, arguments, call)
+            finally:
+                call.span = outer
+            end_call_span(span, outcome.kind)
+            return outcome
+
+    async def _observed(self, name: str, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         started = time.perf_counter()
         kind = CANCELLED
         try:
             with anyio.CancelScope() as scope:
                 self._scopes.add(scope)
                 try:
-                    outcome = await self._call(name, arguments if arguments is not None else {}, call)
+                    outcome = await self._call(name, arguments, call)
                 finally:
                     self._scopes.discard(scope)
             if scope.cancelled_caught:  # cancel_all(): answered, not dropped

@@ -23,9 +23,12 @@ from typing import Any, Literal, Protocol
 
 from apcore import Context, Identity
 from apcore.cancel import CancelToken
+from opentelemetry.context import Context as TraceContext
+from opentelemetry.trace import Span
 
 from apcore_mcp.limits import LOCAL_PRINCIPAL
 from apcore_mcp.principal import Principal
+from apcore_mcp.spans import progress_event, trace_parent
 
 MCP_PROGRESS_KEY: str = "_mcp_progress"
 """``context.data`` key of the progress callable ``(progress, total=None, message=None) -> Awaitable``."""
@@ -124,6 +127,10 @@ class CallContext:
     """The caller confirmed this very call out of band (the explorer's dialog)."""
     release: Callable[[], Awaitable[None]] | None = None
     """Closes the call's response stream so the client reconnects and resumes (when the transport can)."""
+    trace_context: TraceContext | None = None
+    """The parent of the call's span where no span is current (the explorer's route: its ``traceparent``)."""
+    span: Span | None = None
+    """The call's span while the router runs it traced (``apcore_mcp.spans``): progress is recorded on it."""
     _last_progress: float | None = field(default=None, repr=False)
     _asked: int = field(default=0, repr=False)
 
@@ -140,6 +147,7 @@ class CallContext:
         """apcore's ``Context`` for this call: identity, cancellation and the MCP helpers' keys."""
         return Context.create(
             identity=self.identity,
+            trace_parent=trace_parent(),  # the call's span: apcore's trace id is the OpenTelemetry one
             cancel_token=self.cancel_token,
             data={
                 MCP_PROGRESS_KEY: self.report_progress,
@@ -155,6 +163,8 @@ class CallContext:
         if self._last_progress is not None and not progress > self._last_progress:
             return
         self._last_progress = progress
+        if self.span is not None:
+            progress_event(self.span, progress, total)
         await self.peer.progress(progress, total, message)
 
     def next_key(self, prefix: str) -> str:

@@ -114,6 +114,7 @@ def search_front(
         authorization=router.authorization,
         dispatchers=(INVOKE_TOOL,),
         validate_inputs=settings.validate_inputs,
+        trace_arguments=settings.trace_arguments,
     )
     return search, served, front
 
@@ -201,6 +202,7 @@ class Bridge:
             max_output_bytes=settings.max_output_bytes,
             authorization=authorization,
             validate_inputs=settings.validate_inputs,
+            trace_arguments=settings.trace_arguments,
         )
         search: ToolSearch | None = None
         served = catalog

@@ -50,6 +50,7 @@ from apcore_mcp.limits import principal_key
 from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.settings import Settings
+from apcore_mcp.spans import incoming_context
 from apcore_mcp.upstream.module import upstream_origin
 
 logger = logging.getLogger(__name__)
@@ -256,6 +257,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             caller=principal_key(request.scope),
             origin="explorer",
             confirmed=confirmed,
+            trace_context=incoming_context(request.headers),
         )
         return await _run(bridge, request, name, arguments, call)
 

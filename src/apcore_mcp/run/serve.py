@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from functools import partial
 from typing import Any, Unpack
 
@@ -15,6 +16,7 @@ from apcore_mcp.http.app import create_app
 from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
 from apcore_mcp.run.started import tools_line
+from apcore_mcp.run.telemetry import configure_tracing
 from apcore_mcp.run.version import version_line
 from apcore_mcp.settings import Settings, SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
@@ -70,7 +72,8 @@ def serve(
     Raises:
         TypeError: ``registry_or_executor`` is neither a Registry nor an Executor; a callback is
             not callable; ``metrics_collector`` lacks the ``MetricsCollector`` methods.
-        ValueError: a setting is invalid (the message names it).
+        ValueError: a setting is invalid (the message names it); ``OTEL_TRACES_EXPORTER`` names an
+            exporter that is not installed.
         OSError: the HTTP port cannot be bound.
         StartupHookError: ``on_startup`` raised (its error is the cause); the server has stopped.
     """
@@ -79,6 +82,7 @@ def serve(
     transport = normalize_transport(transport)
     settings = build_settings(options)
     configure_logging(settings.log_level)
+    configure_tracing(os.environ)
     if transport == "stdio":
         bridge = Bridge.build(registry_or_executor, settings)
         hooks.observe(bridge.router)

@@ -61,6 +61,7 @@ class SettingsOptions(TypedDict, total=False):
     max_json_depth: int
     max_json_items: int
     log_level: str | None
+    trace_arguments: bool
     redis_url: str | None
     redis_prefix: str
     broadcast_changes: bool

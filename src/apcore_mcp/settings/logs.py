@@ -20,6 +20,13 @@ class LogSettings:
         choices=LOG_LEVELS,
         default_text="logging untouched (`INFO` on the command line)",
     )
+    trace_arguments: bool = option(
+        False,
+        "record each tool call's arguments on its trace span (`gen_ai.tool.call.arguments`: redacted as for "
+        "logs, cut at 4 KiB); off, no argument value is in any span",
+        group="logging",
+        kind="bool",
+    )
 
 
 def normalize_log_level(level: str) -> str:
