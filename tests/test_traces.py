@@ -33,7 +33,7 @@ from apcore_mcp.testing import free_port
 from tests._support.hostile import MODERN_META, modern_headers
 from tests._support.processes import stop_process, wait_ok
 from tests._support.sessions import REPO
-from tests._support.span_tree import CALLER_SPAN, CALLER_TRACE, MODULE_SPAN
+from tests._support.span_tree import CALLER_SPAN, CALLER_TRACE, MODULE_SPAN, recorded
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -71,19 +71,8 @@ class Tree:
 
 
 def record(*args: str) -> Tree:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests._support.span_tree", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    out = done.stdout.splitlines()
-    at = out.index("SPANS")
-    lines = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in out[:at] if " " in line}
-    return Tree([Span(**json.loads(line)) for line in out[at + 1 :]], lines)
+    lines, spans = recorded(*args)
+    return Tree([Span(**span) for span in spans], lines)
 
 
 # -- the span tree of a call ------------------------------------------------------------------------

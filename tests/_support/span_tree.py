@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -149,6 +150,23 @@ async def scenario_call(scenario: str, era: str, main: str) -> None:
             )
         assert response.status_code == 200, response.text
         print("RESULT", json.dumps(response.json()))
+
+
+def recorded(*args: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run a scenario in a subprocess: what it printed before the spans (by tag), and the spans."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests._support.span_tree", *args],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = done.stdout.splitlines()
+    at = out.index("SPANS")
+    lines = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in out[:at] if " " in line}
+    return lines, [json.loads(line) for line in out[at + 1 :]]
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,35 +32,21 @@ from apcore_mcp.spans import MAX_ARGUMENTS_CHARS, recorded_arguments
 
 from tests._support.hostile import MODERN_META, modern_headers
 from tests._support.sessions import REPO, running_http
-from tests._support.span_tree import CALLER_SPAN, CALLER_TRACE, TRACEPARENT
+from tests._support.span_tree import CALLER_SPAN, CALLER_TRACE, TRACEPARENT, recorded
 
 pytestmark = pytest.mark.timeout(180)
 
 
-def spans_of(*args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests._support.span_tree", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    lines = done.stdout.splitlines()
-    return [json.loads(line) for line in lines[lines.index("SPANS") + 1 :]]
-
-
 def test_search_mode_records_a_dispatchers_arguments_only_on_its_target_redacted() -> None:
-    spans = spans_of("search")
+    _, spans = recorded("search")
     assert "hunter2" not in json.dumps(spans)
     outer = [s for s in spans if s["name"] == "call invoke_tool" and s["attributes"]["apcore.call.outcome"] == "ok"]
     [invoke] = outer
     assert "gen_ai.tool.call.arguments" not in invoke["attributes"]
     [target] = [s for s in spans if s["parent"] == invoke["id"]]
     assert target["name"] == "call trace.relay"
-    recorded = json.loads(target["attributes"]["gen_ai.tool.call.arguments"])
-    assert recorded["text"] == "Ada" and recorded["password"] == "***REDACTED***"
+    arguments = json.loads(target["attributes"]["gen_ai.tool.call.arguments"])
+    assert arguments["text"] == "Ada" and arguments["password"] == "***REDACTED***"
 
 
 def test_the_console_exporter_leaves_the_stdio_protocol_alone() -> None:
