@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import mcp.types as types
 
 from apcore_mcp.module_problems import ModuleProblem, describe_module
 from apcore_mcp.records import ToolRecord
+from apcore_mcp.views import ViewError, module_view
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,18 @@ class ToolCatalog:
         if isinstance(described, ModuleProblem):
             # Listed with an empty schema it would answer every call "Internal error occurred": not served.
             logger.warning("Module not served: %s", described)
+        if isinstance(described, ToolRecord) and described.resource is None:
+            return self._with_view(described)
         return described
+
+    def _with_view(self, record: ToolRecord) -> ToolRecord:
+        """``record`` with the view its module declares; without it (and a WARNING) when it cannot be served."""
+        try:
+            view = module_view(self._registry.get(record.name), record.name)
+        except ViewError as exc:
+            logger.warning("Module %s is served without its view: %s", record.name, exc)
+            return record
+        return record if view is None else replace(record, view=view)
 
     def _publish_locked(self) -> None:
         ordered = [self._records[name] for name in sorted(self._records)]

@@ -12,6 +12,7 @@ from apcore_mcp import behaviour
 from apcore_mcp.content import OutputLayout, output_layout
 from apcore_mcp.resources import ResourceSpec, resource_spec
 from apcore_mcp.schema import to_input_schema, to_output_schema
+from apcore_mcp.views import ServedView
 
 MAX_TOOL_NAME_LENGTH = 128
 """The MCP limit on a tool name (characters ``[A-Za-z0-9_.-]``, which every apcore id satisfies)."""
@@ -36,6 +37,8 @@ class ToolRecord:
     documentation: str = ""
     resource: ResourceSpec | None = None
     """Set when the module serves a resource (read through the Executor) instead of a tool."""
+    view: ServedView | None = None
+    """The module's MCP Apps view (``views.py``), linked from the tool's ``_meta.ui``."""
     layout: OutputLayout = field(init=False, repr=False, compare=False)
     mcp_tool: types.Tool = field(init=False, repr=False, compare=False)
 
@@ -97,5 +100,5 @@ def to_mcp_tool(record: ToolRecord) -> types.Tool:
             idempotent_hint=record.hints["idempotentHint"],
             open_world_hint=record.hints["openWorldHint"],
         ),
-        _meta=record.meta,
+        _meta={**record.meta, **record.view.tool_meta()} if record.view is not None else record.meta,
     )

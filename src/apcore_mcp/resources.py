@@ -20,6 +20,7 @@ from typing import Any
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from apcore_mcp.content import dump_json, to_json_value
+from apcore_mcp.views import VIEW_SCHEME
 
 RESOURCE_META_KEY = "mcp_resource"
 DOCS_SCHEME = "docs://"
@@ -63,6 +64,9 @@ def resource_spec(module_id: str, description: str, metadata: Mapping[str, Any] 
     if not isinstance(declared, Mapping) or not isinstance(declared.get("uri"), str) or not declared["uri"]:
         raise ValueError(f"{RESOURCE_META_KEY}.uri must be a non-empty string")
     uri = declared["uri"]
+    if uri.startswith(VIEW_SCHEME):
+        # ui:// is the module views' (views.py): reading one never runs a module.
+        raise ValueError(f"{RESOURCE_META_KEY}.uri may not use {VIEW_SCHEME}, kept for module views (a view attribute)")
     template = None
     if UriTemplate.is_template(uri):
         try:

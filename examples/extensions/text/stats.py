@@ -36,6 +36,7 @@ class TextStats:
     output_schema = StatsOutput
     tags: ClassVar[list[str]] = ["text", "public"]
     annotations = ModuleAnnotations(readonly=True, idempotent=True, open_world=False)
+    view = "stats.html"  # an MCP Apps view, served as ui://text.stats/view (docs/apps.md)
 
     def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         text = inputs["text"]

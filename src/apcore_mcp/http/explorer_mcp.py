@@ -10,7 +10,7 @@ limits and approval. ``ExplorerMcp`` (pure ASGI) refuses, before the MCP app see
 - a body that is not one JSON object: a batch 400 (one could hide a call from the checks
   below), unparseable JSON 400 (what this gate cannot read is not passed on);
 - with ``allow_execute`` off, a method that runs module code: 403 naming the setting.
-  ``tools/call``, and ``resources/read`` of anything but a static ``docs://`` resource (a
+  ``tools/call``, and ``resources/read`` of anything but a static ``docs://`` or ``ui://`` view (a
   module resource runs its module). ``prompts/get`` renders prompt files and asks the user
   for inputs, ``completion/complete`` answers declared values: neither runs a module;
 - ``tools/call`` of a destructive tool the server will not itself ask about (its approval is
@@ -40,6 +40,7 @@ from apcore_mcp.mcp.edge import EXPLORER_SCOPE_KEY
 from apcore_mcp.principal import identity_of, principal_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME
+from apcore_mcp.views import VIEW_SCHEME
 
 INVOKE_TOOL = "invoke_tool"
 """Search mode's meta-tool that runs another (``bridge.metatools.INVOKE_TOOL``; that module is
@@ -159,7 +160,7 @@ def runs_module(method: object, params: dict[str, Any]) -> bool:
         return True
     if method == "resources/read":
         uri = params.get("uri")
-        return not (isinstance(uri, str) and uri.startswith(DOCS_SCHEME))
+        return not (isinstance(uri, str) and uri.startswith((DOCS_SCHEME, VIEW_SCHEME)))
     return False
 
 

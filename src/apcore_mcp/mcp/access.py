@@ -5,7 +5,9 @@ caller's token holds its scopes and the apcore ACL lets the caller's identity re
 (judged without arguments, so a rule that depends on arguments decides at call time). The
 same rule hides tools from the explorer's list, ``search_tools`` and ``describe_tool``; calls
 are checked by the call router (``authorization.py``), whatever the list showed. A filtered
-list varies by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``.
+list varies by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``. A tool's MCP Apps
+view (``ui://<module id>/view``, ``views.py``) follows its tool: a caller the tool is hidden from
+is not listed the view, and reading it answers "Resource not found".
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from apcore_mcp.authorization import Authorization
 from apcore_mcp.mcp.peer import is_modern
+from apcore_mcp.mcp.resources import not_found
 from apcore_mcp.principal import principal_of, request_identity
+from apcore_mcp.views import viewed_module
 
 
 class ToolAccess:
@@ -46,12 +50,28 @@ class ToolAccess:
         return self.authorization.visible(principal.scopes if principal is not None else None, identity)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        result = await call_next(ctx)
-        if not self.filter_list or ctx.method != "tools/list" or not isinstance(result, dict):
-            return result
+        if not self.filter_list or ctx.method not in ("tools/list", "resources/list", "resources/read"):
+            return await call_next(ctx)
         shown = self.listed(getattr(ctx.request, "scope", None), request_identity(ctx.request, self.default_identity))
-        tools = [tool for tool in result.get("tools", []) if shown(str(tool.get("name")))]
-        filtered = {**result, "tools": tools}
+        if ctx.method == "resources/read":
+            # A tool's view is seen by whoever sees the tool: the same answer as a view that does not exist.
+            uri = str((ctx.params or {}).get("uri", ""))
+            viewed = viewed_module(uri)
+            if viewed is not None and not shown(viewed):
+                raise not_found(uri)
+            return await call_next(ctx)
+        result = await call_next(ctx)
+        if not isinstance(result, dict):
+            return result
+        if ctx.method == "resources/list":
+            filtered = {**result, "resources": [item for item in result.get("resources", []) if _seen(item, shown)]}
+        else:
+            filtered = {**result, "tools": [tool for tool in result.get("tools", []) if shown(str(tool.get("name")))]}
         if is_modern(ctx):
             filtered["cacheScope"] = "private"
         return filtered
+
+
+def _seen(resource: Mapping[str, Any], shown: Callable[[str], bool]) -> bool:
+    viewed = viewed_module(str(resource.get("uri", "")))
+    return viewed is None or shown(viewed)

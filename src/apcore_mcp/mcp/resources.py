@@ -23,6 +23,7 @@ from apcore_mcp.mcp.results import complete, input_required_result, missing_capa
 from apcore_mcp.mcp.sdk_internals import connection_of
 from apcore_mcp.records import ToolRecord
 from apcore_mcp.resources import DOCS_SCHEME, DOCS_TEMPLATE, contents_of
+from apcore_mcp.views import APP_MIME_TYPE, viewed_module
 
 MAX_COMPLETIONS = 100
 
@@ -73,6 +74,17 @@ class ResourceHandlers:
             for record in self.catalog.records()
             if record.documentation
         ]
+        resources.extend(
+            types.Resource(
+                uri=record.view.uri,
+                name=record.view.name,
+                description=f"The MCP Apps view of {record.name}",
+                mime_type=APP_MIME_TYPE,
+                _meta={"ui": record.view.ui},
+            )
+            for record in self.catalog.records()
+            if record.view is not None
+        )
         for record in self.catalog.resource_records():
             spec = record.resource
             if spec is not None and spec.template is None:
@@ -112,6 +124,12 @@ class ResourceHandlers:
                 raise not_found(uri)
             docs = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": record.documentation}]}
             return complete(docs, modern=is_modern(ctx))
+        viewed = viewed_module(uri)
+        if viewed is not None:
+            tool = self.catalog.get(viewed)
+            if tool is None or tool.view is None:
+                raise not_found(uri)
+            return complete({"contents": [tool.view.contents()]}, modern=is_modern(ctx))
         found = self._resolve(uri)
         if found is None:
             raise not_found(uri)

@@ -38,6 +38,7 @@ from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.principal import request_identity
 from apcore_mcp.prompts import Prompt
 from apcore_mcp.settings import Settings
+from apcore_mcp.views import EXTENSION_ID as APPS_EXTENSION_ID
 
 STATIC_LIST_TTL_MS = 60_000
 """How long list results stay fresh when the catalog cannot change (no ``dynamic``)."""
@@ -178,6 +179,7 @@ def build_server(
         on_subscriptions_listen=listen,
         **handlers,
     )
+    server.extensions[APPS_EXTENSION_ID] = {}  # MCP Apps: module views (views.py), under capabilities.extensions
     server.middleware[:] = [TracedWhenConfigured(m) if is_sdk_tracing(m) else m for m in server.middleware]
     if access.filter_list:  # otherwise it passes every request through: one layer less per request
         server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
