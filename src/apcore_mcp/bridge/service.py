@@ -11,7 +11,9 @@ entering the service starts it in this order (leaving undoes it in reverse):
 4. with ``settings.redis_url``, the replicas' Redis link: shared rate-limit buckets, the
    record of used approvals and the change broadcast (``apcore_mcp.replicas``);
 5. with ``settings.mcp_config``, the upstream MCP servers: mounted, reloaded on change,
-   unmounted on exit (``upstreams.py``).
+   unmounted on exit (``upstreams.py``);
+6. the task runner (``task_runs.py``): calls started as tasks run in its task group, their records
+   in Redis while the replicas are linked; leaving stops the work still running (those tasks fail).
 
 The runners enter it: ``run_stdio``, the app's lifespan (``create_app``), and through them
 ``serve()`` and ``BackgroundServer``. A per-toolset endpoint enters one for its own bridge,
@@ -83,6 +85,8 @@ class BridgeService:
             self.upstreams = await stack.enter_async_context(
                 serving_upstreams(bridge, endpoints=self._toolsets, handle_sighup=self._handle_sighup)
             )
+            if bridge.parts.tasks is not None:  # last in, first out: tasks settle while Redis is linked
+                await stack.enter_async_context(bridge.parts.tasks.served())
             self._started_at = time.monotonic()
             self._stack = stack.pop_all()
         return self
@@ -116,6 +120,8 @@ class BridgeService:
         stack.push_async_callback(shared.aclose)
         # This process's buckets count while Redis is away.
         stack.callback(self.bridge.limits.share(shared.buckets(self.bridge.limits.buckets)))
+        if bridge.parts.tasks is not None:
+            stack.enter_context(bridge.parts.tasks.using(shared.tasks(bridge.settings.task_max_bytes)))
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)
         tasks.start_soon(shared.run)

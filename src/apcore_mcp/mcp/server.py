@@ -22,6 +22,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apcore_mcp.calls import CallRouter
 from apcore_mcp.catalog import ToolCatalog
@@ -33,11 +34,15 @@ from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
 from apcore_mcp.mcp.sdk_internals import connection_of, is_sdk_tracing
+from apcore_mcp.mcp.tasks import TaskEndpoints
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.principal import request_identity
 from apcore_mcp.prompts import Prompt
 from apcore_mcp.settings import Settings
+from apcore_mcp.task_runs import TaskRunner
+from apcore_mcp.task_store import MemoryTaskStore
+from apcore_mcp.tasks import TASKS_EXTENSION
 from apcore_mcp.views import EXTENSION_ID as APPS_EXTENSION_ID
 
 STATIC_LIST_TTL_MS = 60_000
@@ -67,6 +72,27 @@ class ApcoreServer(Server[Any]):
         options = notification_options or self.notifications
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """Also the 2025-11-25 ``tasks`` capability (2026-07-28 clients see the tasks extension instead)."""
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if "tasks/get" in self._request_handlers and protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            capabilities.tasks = types.ServerTasksCapability(
+                cancel=types.TasksCancelCapability(),
+                requests=types.ServerTasksRequestsCapability(
+                    tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+                ),
+            )
+        return capabilities
+
 
 @dataclass
 class ServerParts:
@@ -79,6 +105,8 @@ class ServerParts:
     """The limits' refusals the handlers answered (the metrics observe them)."""
     listen: ListenHandler | None = None
     """Serves 2026-07-28 ``subscriptions/listen`` streams (live catalogs only); ``close()`` ends them."""
+    tasks: TaskRunner | None = None
+    """Runs the calls started as tasks, while the bridge's service serves it (``TaskRunner.served``)."""
 
     def end_listen_streams(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (its final result sent)."""
@@ -186,4 +214,13 @@ def build_server(
     server.middleware.append(notifier)
     server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    return ServerParts(server, subscriptions, log_levels, refusals, listen)
+    tasks = task_runner(router, settings)
+    server.extensions[TASKS_EXTENSION] = {}
+    TaskEndpoints(catalog, tasks, edge).install(server)
+    return ServerParts(server, subscriptions, log_levels, refusals, listen, tasks)
+
+
+def task_runner(router: CallRouter, settings: Settings) -> TaskRunner:
+    """Tasks kept in memory (the service hands them Redis while the replicas are linked)."""
+    store = MemoryTaskStore(max_count=settings.task_max_count, max_bytes=settings.task_max_bytes)
+    return TaskRunner(router, store, ttl=settings.task_ttl, lease=settings.task_lease)

@@ -17,6 +17,7 @@ from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
+from apcore_mcp.replicas.tasks import RedisTaskStore
 from apcore_mcp.replicas.used_approvals import RedisUsedApprovals
 from apcore_mcp.settings import Settings
 from apcore_mcp.used_approvals import UsedApprovals
@@ -43,6 +44,10 @@ class SharedState:
     def buckets(self, fallback: BucketStore | None = None) -> RedisBuckets:
         """Rate-limit buckets shared by the replicas (``fallback`` while Redis is away)."""
         return RedisBuckets(self.link, fallback)
+
+    def tasks(self, max_record_bytes: int) -> RedisTaskStore:
+        """Task records every replica reads (``tasks/get`` answers on any of them)."""
+        return RedisTaskStore(self.link, max_record_bytes)
 
     def share_approvals(self, handler: MCPApprovalHandler) -> None:
         """Record ``handler``'s used approvals in Redis, so a state used on one replica is refused by all."""

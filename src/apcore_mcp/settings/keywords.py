@@ -35,6 +35,10 @@ class SettingsOptions(TypedDict, total=False):
     request_state_keys: tuple[str, ...] | list[str]
     input_timeout: float
     request_state_ttl: float
+    task_ttl: float
+    task_lease: float
+    task_max_count: int
+    task_max_bytes: int
     prompts_dir: str | None
     metrics: bool
     explorer: bool

@@ -94,6 +94,33 @@ class ProtocolSettings:
         group="protocol",
         kind="float",
     )
+    task_ttl: float = option(
+        3600.0,
+        "seconds a task's record and result are kept after it starts (a client may ask for less); "
+        "then `tasks/get` answers it is unknown",
+        group="protocol",
+        kind="float",
+    )
+    task_lease: float = option(
+        15.0,
+        "with `redis_url`: seconds after its replica stops renewing it that a running task reads `failed` "
+        "on every replica (the replica renews every third of it)",
+        group="protocol",
+        kind="float",
+    )
+    task_max_count: int = option(
+        1000,
+        "task records this process keeps in memory (without `redis_url`); finished ones make room first",
+        group="protocol",
+        kind="int",
+    )
+    task_max_bytes: int = option(
+        64 * 1024 * 1024,
+        "bytes of task records (results included) kept in memory, or in one Redis record; "
+        "a result past it fails its task",
+        group="protocol",
+        kind="int",
+    )
     prompts_dir: str | None = option(
         None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
     )
@@ -123,6 +150,10 @@ def check_protocol(s: ProtocolSettings) -> None:
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
     check_positive(s, "input_timeout")
     check_positive(s, "request_state_ttl")
+    check_positive(s, "task_ttl")
+    check_positive(s, "task_lease")
+    check_whole(s, "task_max_count", 1)
+    check_whole(s, "task_max_bytes", 1024)
     check_positive(s, "sse_retry_ms")
     check_whole(s, "resume_max_bytes", 64 * 1024)
     check_whole(s, "resume_stream_max_bytes", 1024)

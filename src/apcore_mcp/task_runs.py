@@ -1,0 +1,284 @@
+"""Running tasks: the work in the serving task group, its record kept up to date, cancellation, leases.
+
+``TaskRunner.start`` records a new task, then runs the call in the task group the bridge's
+service opened (``serving()``), through the same ``CallRouter.call`` as any call (scopes, rate
+limit, concurrency share, ACL, approval, tracing). The record follows the run: progress,
+then ``completed`` (the tool's result, an error result included), ``failed`` (the call never
+produced a result: refused, or it needed to ask the client) or ``cancelled``.
+
+With a shared store, the replica running a task renews its lease every ``lease / 3`` seconds and
+acts on cancellations asked on other replicas. A replica that dies stops renewing: once the
+lease is past, every replica answers the task as ``failed`` (``REPLICA_GONE``); the work is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from apcore_mcp.calls import CallOutcome, CallRouter, wire_result
+from apcore_mcp.context import CallContext, Era, InputKind, LogLevel
+from apcore_mcp.tasks import (
+    TaskRecord,
+    TaskStatus,
+    TaskStore,
+    TaskStoreFull,
+    TaskStoreUnavailable,
+    owner_key,
+)
+
+logger = logging.getLogger(__name__)
+
+LEASE_SECONDS = 15.0
+REPLICA_GONE = "The server running this task stopped before it finished; the work was lost. Call the tool again."
+CANNOT_ASK = "This tool asks the client for input, which a task cannot do; call it without a task"
+STOPPED = "The task's work ended before producing a result (the server stopped, or an internal error)"
+INTERNAL = -32603
+
+
+class TaskPeer:
+    """The client as a task's work sees it: progress goes into the record; nothing can be asked.
+
+    An approval-gated module run as a task is therefore refused (approval fails closed).
+    """
+
+    def __init__(self, era: Era, on_progress: Callable[[float, float | None, str | None], Any]) -> None:
+        self._era = era
+        self._on_progress = on_progress
+        self.request_state: str | None = None
+
+    @property
+    def era(self) -> Era:
+        return self._era
+
+    def can_ask(self, kind: InputKind) -> bool:
+        return False
+
+    @property
+    def back_channel(self) -> bool:
+        return False
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._on_progress(progress, total, message)
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {}
+
+    async def log(self, level: LogLevel, data: object, logger_name: str | None) -> None:
+        return None
+
+    async def spend_state(self, spend: Callable[[str], Any]) -> bool:
+        return False
+
+
+@dataclass
+class _Running:
+    call: CallContext
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    cancelled: bool = False
+    """Cancelled by ``tasks/cancel`` (not by the service stopping, which fails the task)."""
+
+
+class TaskRunner:
+    """Starts, follows and cancels the tasks of one served bridge (see the module doc)."""
+
+    def __init__(
+        self,
+        router: CallRouter,
+        store: TaskStore,
+        *,
+        ttl: float,
+        poll_ms: int = 1000,
+        lease: float = LEASE_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.router = router
+        self.store = store
+        self.ttl = ttl
+        self.poll_ms = poll_ms
+        self.lease = lease
+        self._clock = clock
+        self._group: TaskGroup | None = None
+        self._running: dict[str, _Running] = {}
+
+    @property
+    def serving(self) -> bool:
+        return self._group is not None
+
+    @contextlib.asynccontextmanager
+    async def served(self) -> AsyncIterator[None]:
+        """While entered, tasks may start; leaving cancels the work still running (its tasks end ``cancelled``)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            group.start_soon(self._renew_leases)
+            try:
+                yield
+            finally:
+                self._group = None
+                for running in self._running.values():
+                    running.call.cancel_token.cancel()
+                group.cancel_scope.cancel()
+
+    @contextlib.contextmanager
+    def using(self, store: TaskStore) -> Any:
+        """Keep records in ``store`` while inside (the replicas' Redis while linked)."""
+        own, self.store = self.store, store
+        try:
+            yield
+        finally:
+            self.store = own
+
+    def ttl_ms(self, requested: int | None) -> int:
+        """The retention of a new task: the client's request, never above the ``task_ttl`` setting."""
+        ceiling = math.ceil(self.ttl * 1000)
+        return ceiling if requested is None or requested <= 0 else min(int(requested), ceiling)
+
+    async def start(
+        self, tool: str, arguments: dict[str, Any] | None, call: CallContext, *, ttl_ms: int | None = None
+    ) -> TaskRecord:
+        """Record a task and start its work; the record is in the store before this returns.
+
+        Raises:
+            TaskStoreFull: no room for another task.
+            TaskStoreUnavailable: the shared store is unreachable.
+            RuntimeError: the bridge is not being served (no task group to run in).
+        """
+        group = self._group
+        if group is None:
+            raise RuntimeError("tasks run only while the bridge is served")
+        now = self._clock()
+        record = TaskRecord(
+            task_id=secrets.token_urlsafe(24),
+            owner=owner_key(call.caller),
+            tool=tool,
+            ttl_ms=self.ttl_ms(ttl_ms),
+            poll_ms=self.poll_ms,
+            created_at=now,
+            updated_at=now,
+            lease_until=now + self.lease if self.store.shared else None,
+        )
+        await self.store.create(record)
+        running = _Running(call)
+        call.peer = TaskPeer(call.era, lambda p, t, m: self._progress(record.task_id, p, t, m))
+        call.meta = {}  # the request's progress token is the request's, not the task's
+        call.release = None
+        self._running[record.task_id] = running
+        group.start_soon(self._work, record.task_id, tool, arguments, running)
+        return record
+
+    async def get(self, task_id: str, caller: str) -> TaskRecord | None:
+        """The caller's task (``None``: no such task, or not theirs), as it stands now."""
+        record = await self.store.get(task_id)
+        if record is None or not secrets.compare_digest(record.owner, owner_key(caller)):
+            return None
+        if record.status == "working" and record.lease_until is not None and record.lease_until < self._clock():
+            record.status, record.status_message = "failed", REPLICA_GONE
+            record.error = {"code": INTERNAL, "message": REPLICA_GONE}
+        return record
+
+    async def cancel(self, record: TaskRecord) -> None:
+        """Cancel the caller's task: its record says ``cancelled`` at once (a finished one stays as it
+        is), and the work is stopped here, or by the replica running it, which reads the mark."""
+        if record.terminal:
+            return
+        record.status, record.status_message, record.updated_at = "cancelled", "Cancelled", self._clock()
+        record.lease_until = None
+        await self.store.put(record)
+        if not self._stop(record.task_id):
+            await self.store.request_cancel(record.task_id)
+
+    def _stop(self, task_id: str) -> bool:
+        running = self._running.get(task_id)
+        if running is None:
+            return False
+        running.cancelled = True
+        running.call.cancel_token.cancel()
+        running.scope.cancel()
+        return True
+
+    async def _work(self, task_id: str, tool: str, arguments: dict[str, Any] | None, running: _Running) -> None:
+        status: TaskStatus = "failed"
+        outcome: CallOutcome | None = None
+        try:
+            with running.scope:
+                outcome = await self.router.call(tool, arguments, running.call)
+            if outcome is not None:
+                status = "failed" if outcome.refusal is not None else "completed"
+        except Exception:
+            logger.exception("Task of %s failed", tool)
+            outcome = None
+        finally:
+            self._running.pop(task_id, None)
+            if running.cancelled:
+                status, outcome = "cancelled", None
+            with anyio.CancelScope(shield=True):  # also when the service stops: the record says so
+                await self._settle(task_id, status, outcome)
+
+    async def _settle(self, task_id: str, status: TaskStatus, outcome: CallOutcome | None) -> None:
+        record = await self._load(task_id)
+        if record is None or record.terminal:
+            return
+        record.status, record.updated_at, record.lease_until = status, self._clock(), None
+        if status == "completed" and outcome is not None and (outcome.input_required or outcome.missing_capability):
+            record.status, record.status_message = "failed", CANNOT_ASK
+            record.error = {"code": INTERNAL, "message": CANNOT_ASK}
+        elif status == "completed" and outcome is not None:
+            record.result = wire_result(outcome)
+        elif status == "failed":
+            message = outcome.error.message if outcome is not None and outcome.error is not None else STOPPED
+            record.status_message, record.error = message, {"code": INTERNAL, "message": message}
+        else:
+            record.status_message = "Cancelled"
+        await self._save(record)
+
+    async def _progress(self, task_id: str, progress: float, total: float | None, message: str | None) -> None:
+        record = await self._load(task_id)
+        if record is None or record.terminal:
+            return
+        record.progress, record.total, record.updated_at = progress, total, self._clock()
+        shown = f"{progress:g}" + (f"/{total:g}" if total is not None else "")
+        record.status_message = f"{shown}: {message}"[:1024] if message else shown
+        await self._save(record)
+
+    async def _renew_leases(self) -> None:
+        while True:  # ends with the serving task group, which cancels it
+            await anyio.sleep(self.lease / 3)
+            if not self.store.shared:
+                continue
+            for task_id in list(self._running):
+                with contextlib.suppress(TaskStoreUnavailable):
+                    if await self.store.cancel_requested(task_id):
+                        self._stop(task_id)
+                        continue
+                    record = await self.store.get(task_id)
+                    if record is not None and not record.terminal:
+                        record.lease_until = self._clock() + self.lease
+                        await self._save(record)
+
+    async def _load(self, task_id: str) -> TaskRecord | None:
+        try:
+            return await self.store.get(task_id)
+        except TaskStoreUnavailable:
+            logger.warning("Task store unreachable: task %s... not updated", task_id[:6])
+            return None
+
+    async def _save(self, record: TaskRecord) -> None:
+        try:
+            await self.store.put(record)
+        except TaskStoreFull:
+            record.result, record.status = None, "failed"
+            record.status_message = "The task's result is too large to keep"
+            record.error = {"code": INTERNAL, "message": record.status_message}
+            with contextlib.suppress(TaskStoreFull, TaskStoreUnavailable):
+                await self.store.put(record)
+        except TaskStoreUnavailable:
+            logger.warning("Task store unreachable: task %s... not updated", record.task_id[:6])
