@@ -1,0 +1,91 @@
+"""Tasks shared by replicas through a real ``redis-server``: any replica answers ``tasks/get`` and
+``tasks/cancel``; a task whose replica was killed reads ``failed`` everywhere once its lease passed.
+
+Two processes of our CLI (``tests/task_extensions``), each stopped by PID; the wire by hand, so
+each request goes to the replica the test names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from apcore_mcp.task_runs import REPLICA_GONE
+from apcore_mcp.testing import apcore_server, start_server
+
+from tests._support.replicas import RedisServer, Replica, redis_running
+from tests._support.tasks import Wire
+
+EXTENSIONS = Path(__file__).resolve().parent / "task_extensions"
+LEASE = 1.5
+
+
+def start(name: str, workdir: Path, redis: RedisServer) -> Replica:
+    args = ("--redis-url", redis.url, "--task-lease", str(LEASE))
+    command = apcore_server(EXTENSIONS, *args, env={"REPLICA_NAME": name})
+    return Replica(name, start_server(command, "streamable-http", workdir / name))
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Replica, Replica]]:
+    with redis_running(tmp_path / "redis") as redis:
+        a = start("a", tmp_path, redis)
+        try:
+            b = start("b", tmp_path, redis)
+            try:
+                yield a, b
+            finally:
+                b.stop()
+        finally:
+            a.stop()
+
+
+async def wait_status(wire: Wire, task_id: str, status: str, timeout: float) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = dict((await wire.rpc("tasks/get", {"taskId": task_id}))["result"])
+        if state["status"] == status:
+            return state
+        await asyncio.sleep(0.05)
+    pytest.fail(f"task not {status} within {timeout}s: {state}")
+
+
+async def test_any_replica_answers_and_cancels(pair: tuple[Replica, Replica], tmp_path: Path) -> None:
+    a, b = pair
+    on_a, on_b = Wire(a.base), Wire(b.base)
+    created = (await on_a.call("jobs.long", {"steps": 3, "delay": 0.1}))["result"]
+    assert (await on_b.rpc("tasks/get", {"taskId": created["taskId"]}))["result"]["status"] == "working"
+    done = await wait_status(on_b, created["taskId"], "completed", 10)
+    assert done["result"]["structuredContent"] == {"done": 3, "replica": "a"}  # type: ignore[index]
+    # Another caller (another address) is told it does not exist, on either replica.
+    stranger = Wire(b.base, source="127.0.0.2")
+    assert (await stranger.rpc("tasks/get", {"taskId": created["taskId"]}))["error"]["code"] == -32602
+    # Cancelled on b, stopped on a (a reads the mark when it renews its lease).
+    marker = tmp_path / "long"
+    running = (await on_a.call("jobs.long", {"steps": 1000, "delay": 0.05, "marker": str(marker)}))["result"]
+    assert (await on_b.rpc("tasks/cancel", {"taskId": running["taskId"]}))["result"]["resultType"] == "complete"
+    assert (await on_a.rpc("tasks/get", {"taskId": running["taskId"]}))["result"]["status"] == "cancelled"
+    deadline = time.monotonic() + LEASE + 5
+    while not marker.with_suffix(".cancelled").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert marker.with_suffix(".cancelled").read_text() == "True"
+    assert (await on_b.rpc("tasks/get", {"taskId": running["taskId"]}))["result"]["status"] == "cancelled"
+
+
+async def test_a_killed_replicas_task_reads_failed_on_the_others(pair: tuple[Replica, Replica]) -> None:
+    a, b = pair
+    on_a, on_b = Wire(a.base), Wire(b.base)
+    created = (await on_a.call("jobs.long", {"steps": 1000, "delay": 0.05}))["result"]
+    await wait_status(on_b, created["taskId"], "working", 5)
+    a.process.kill()  # no goodbye: its lease is simply not renewed
+    a.process.wait(10)
+    killed = time.monotonic()
+    failed = await wait_status(on_b, created["taskId"], "failed", LEASE + 5)
+    assert time.monotonic() - killed <= LEASE + 1
+    assert failed["statusMessage"] == REPLICA_GONE
+    assert failed["error"] == {"code": -32603, "message": REPLICA_GONE}
+    assert "result" not in failed
