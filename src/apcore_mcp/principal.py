@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from apcore import Identity
@@ -36,12 +37,40 @@ _ROLE = re.compile(r"^[^\s:]+$")
 ScopeRules = tuple[tuple[str, frozenset[str]], ...]
 
 
+class BearerCredential:
+    """A handle on the bearer token a request was authenticated with, for token exchange only.
+
+    An upstream configured for token exchange (RFC 8693, ``upstream.token_exchange``) needs
+    the caller's validated token as the ``subject_token`` of its request to the authorization
+    server; nothing else may see it. So the token is not an attribute of this handle: it is
+    held in a module-level weak map keyed by the handle, lives exactly as long as the request's
+    ``Principal`` (which carries the handle), and is read only through ``reveal()``. Its repr,
+    a log line, a copy of the call context or a walk of a module's context show no token.
+    """
+
+    __slots__ = ("__weakref__",)
+
+    def __init__(self, token: str) -> None:
+        _HELD[self] = token
+
+    def reveal(self) -> str | None:
+        """The token (``None`` once forgotten). Only for a token exchange request's ``subject_token``."""
+        return _HELD.get(self)
+
+    def __repr__(self) -> str:
+        return "BearerCredential(***)"
+
+
+_HELD: weakref.WeakKeyDictionary[BearerCredential, str] = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """An authenticated caller: its apcore identity, the scopes it was granted, and where it came from.
 
     ``client_id``, ``issuer`` and ``identity.id`` (the subject) together name the principal
-    that owns a session; the token itself is never kept.
+    that owns a session. The token is not kept on it: ``credential`` is only a handle on it,
+    for upstream token exchange (see ``BearerCredential``), outside equality and repr.
     """
 
     identity: Identity
@@ -50,6 +79,7 @@ class Principal:
     issuer: str | None = None
     expires_at: int | None = None
     audience: str | None = None
+    credential: BearerCredential | None = field(default=None, repr=False, compare=False)
 
 
 def identity_of(scope: Mapping[str, Any] | None) -> Identity | None:

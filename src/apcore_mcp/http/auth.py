@@ -26,6 +26,7 @@ What it does to a request, in order:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ from apcore_mcp.http.tokens import (
 from apcore_mcp.principal import (
     PRINCIPAL_KEY,
     ApiKey,
+    BearerCredential,
     Principal,
     parse_api_key,
     parse_api_keys,
@@ -189,6 +191,8 @@ class BearerAuth:
             logger.info("Refused %r on %s: missing scopes %s", principal.identity.id, scope["path"], sorted(missing))
             await self._refuse(send, 403, "insufficient_scope", resource, "insufficient_scope", None, scopes=needed)
             return
+        # A handle on the token, not the token: only an upstream token exchange reads it (principal.py).
+        principal = dataclasses.replace(principal, credential=BearerCredential(token))
         scope[PRINCIPAL_KEY] = principal
         scope["user"] = AuthenticatedUser(to_access_token(principal))
         scope["auth"] = AuthCredentials(sorted(principal.scopes))
