@@ -15,10 +15,11 @@ variable (``strict``: an error instead); values never appear in messages.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from apcore_mcp.upstream.specs import (
     TRANSPORTS,
     Problem,
     ServerSpec,
+    TokenExchangeSpec,
     ToolsetSpec,
     UpstreamConfig,
     UpstreamConfigError,
@@ -131,6 +133,11 @@ def parse_config(
         if expanded.url is not None and not expanded.url.startswith(("http://", "https://")):
             problems.append(Problem(f"mcpServers.{name}.url", "must start with http:// or https:// once expanded"))
             continue
+        endpoint = expanded.token_exchange.token_endpoint if expanded.token_exchange is not None else None
+        if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+            where = f"mcpServers.{name}.auth.tokenEndpoint"
+            problems.append(Problem(where, "must start with http:// or https:// once expanded"))
+            continue
         if expanded.base_url is not None and not expanded.base_url.startswith(("http://", "https://")):
             problems.append(Problem(f"mcpServers.{name}.baseUrl", "must start with http:// or https:// once expanded"))
             continue
@@ -192,11 +199,28 @@ def _expand_spec(
         openapi=_document(one(spec.openapi), base_dir),
         base_url=one(spec.base_url),
         operations=spec.operations,
+        token_exchange=_expand_exchange(spec, one),
     )
     redactor.add(secrets)
     # Header and env values are credentials more often than not, whether or not they came from a variable.
     redactor.add(value for _key, value in (*expanded.headers, *expanded.env))
+    if expanded.token_exchange is not None and expanded.token_exchange.client_secret:
+        redactor.add([expanded.token_exchange.client_secret])
     return expanded, missing
+
+
+def _expand_exchange(spec: ServerSpec, one: Callable[[str | None], str | None]) -> TokenExchangeSpec | None:
+    exchange = spec.token_exchange
+    if exchange is None:
+        return None
+    return dataclasses.replace(
+        exchange,
+        token_endpoint=one(exchange.token_endpoint) or "",
+        audience=one(exchange.audience),
+        resource=one(exchange.resource),
+        client_id=one(exchange.client_id),
+        client_secret=one(exchange.client_secret),
+    )
 
 
 def _document(value: str | None, base_dir: Path | None) -> str | None:

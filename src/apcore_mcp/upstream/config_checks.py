@@ -21,6 +21,7 @@ from apcore_mcp.upstream.specs import (
     ToolsetSpec,
     resolve_selection,
 )
+from apcore_mcp.upstream.token_exchange_checks import check_token_exchange
 
 
 class _Common(NamedTuple):
@@ -43,9 +44,10 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
     for key in sorted(set(raw) - SERVER_KEYS):
         problems.append(Problem(f"{where}.{key}", "unknown field"))
     transport = OPENAPI if "openapi" in raw else _transport(raw, where, problems)
+    exchange = check_token_exchange(raw, where, problems)
     common = _Common(
         timeout=_timeout(raw.get("timeout", DEFAULT_TIMEOUT), f"{where}.timeout", problems),
-        sharing=_choice(raw.get("sharing", "shared"), SHARING, f"{where}.sharing", problems),
+        sharing=_choice(raw.get("sharing", _default_sharing(raw)), SHARING, f"{where}.sharing", problems),
         protocol=_choice(raw.get("protocol", "auto"), PROTOCOLS, f"{where}.protocol", problems),
         aliases=tuple(_strings(raw.get("aliases", []), f"{where}.aliases", problems)),
         description=_text(raw.get("description", ""), f"{where}.description", problems),
@@ -76,11 +78,17 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
             transport=transport,
             url=_url(raw.get("url"), f"{where}.url", problems),
             headers=tuple(sorted(_string_map(raw.get("headers", {}), f"{where}.headers", problems).items())),
+            token_exchange=exchange,
             **common._asdict(),
         )
     else:
         return None
     return spec if len(problems) == before else None
+
+
+def _default_sharing(raw: dict[str, Any]) -> str:
+    """``per-principal`` for an entry calling as each caller (``auth``), else ``shared``."""
+    return "per-principal" if "auth" in raw else "shared"
 
 
 _NOT_FOR_OPENAPI = ("command", "args", "env", "cwd", "url", "transport", "type", "sharing", "protocol")

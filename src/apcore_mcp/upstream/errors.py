@@ -78,3 +78,28 @@ class UpstreamBadReply(UpstreamError):
     """The server answered with something that is not a valid reply: malformed, or under an id never asked."""
 
     code_name = "UPSTREAM_BAD_REPLY"
+
+
+class UpstreamCredentialsError(UpstreamError):
+    """A call to an upstream that acts as the caller (``auth``: token exchange) got no credentials for it.
+
+    Its message is for that caller alone (``UpstreamSource`` answers it as a tool error): the
+    server, what went wrong and the authorization server's error code, never a token.
+    """
+
+    code_name = "UPSTREAM_CREDENTIALS"
+
+
+class UpstreamCredentialsRefused(UpstreamCredentialsError):
+    """The authorization server refused the exchange (``invalid_grant``...), or the call carried no token."""
+
+    code_name = "UPSTREAM_CREDENTIALS_REFUSED"
+
+
+class UpstreamCredentialsUnavailable(UpstreamCredentialsError):
+    """The authorization server did not answer the exchange usably (down, slow, 5xx, a bad reply)."""
+
+    code_name = "UPSTREAM_CREDENTIALS_UNAVAILABLE"
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(server, message, retryable=True)

@@ -30,13 +30,23 @@ def remote_transport(spec: ServerSpec, *, max_message_bytes: int = MAX_MESSAGE_B
     """The SDK transport for a URL ``spec``. Only the config's own headers are sent: never a caller's."""
     assert spec.url is not None
     if spec.transport == "sse":
-        return sse_client(spec.url, headers=dict(spec.headers), timeout=spec.timeout)
+        return sse_client(spec.url, headers=headers_of(spec), timeout=spec.timeout)
     http = httpx2.AsyncClient(
-        headers=dict(spec.headers),
+        headers=headers_of(spec),
         timeout=httpx2.Timeout(spec.timeout, read=300.0),
         event_hooks={"response": [_bound_body(max_message_bytes)]},
     )
     return _owning(http, streamable_http_client(spec.url, http_client=http, max_sse_event_size=max_message_bytes))
+
+
+def headers_of(spec: ServerSpec) -> dict[str, str]:
+    """The config's headers; for one caller's connection (``spec.bearer``: a token exchanged for theirs)
+    its ``Authorization`` replaces any the config gives (that one is for listing the tools)."""
+    headers = dict(spec.headers)
+    if spec.bearer is not None:
+        headers = {name: value for name, value in headers.items() if name.lower() != "authorization"}
+        headers["Authorization"] = f"Bearer {spec.bearer}"
+    return headers
 
 
 class BodyTooLarge(httpx2.StreamError):

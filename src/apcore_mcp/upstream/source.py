@@ -14,8 +14,10 @@ sampling through ``request_inputs``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -25,15 +27,31 @@ from apcore.errors import InvalidInputError
 
 from apcore_mcp.context import InputRequired, call_context, report_progress, request_inputs
 from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.errors import UpstreamCredentialsError, UpstreamCredentialsRefused
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
+from apcore_mcp.upstream.token_exchange import TokenExchanger, caller_key
 
 logger = logging.getLogger(__name__)
 
 PRIVATE_IDLE_SECONDS = 300.0
 """A per-principal or per-session server unused this long is released (and stopped)."""
+MAX_PRIVATE = 256
+"""Per-caller connections one server keeps at most: past it the least recently used idle ones are released
+(calls in flight keep theirs, so the count exceeds it only by the calls running at that moment)."""
 ANONYMOUS = "anonymous"
+MAX_EXCHANGE_SECONDS = 10.0
+"""A token exchange request ends after half the entry's ``timeout``, and never after more than this."""
+
+
+@dataclass(eq=False)
+class _Private:
+    """A per-principal or per-session lease of this server: when it was last used, how many calls run on it."""
+
+    lease: Lease
+    used: float
+    busy: int = 0
 
 
 class CallAsker:
@@ -106,7 +124,10 @@ class UpstreamSource:
         self.pool = pool
         self.registry = registry
         self._lease: Lease | None = None
-        self._private: dict[str, tuple[Lease, float]] = {}
+        self._private: dict[str, _Private] = {}
+        self.max_private = MAX_PRIVATE
+        self.exchanger = _exchanger(spec)
+        """Exchanges each caller's token for the upstream's (``auth`` entries; ``None`` otherwise)."""
         self._modules: dict[str, UpstreamTool] = {}
         self._refresh_lock = anyio.Lock()
         self._refresh_wanted = False
@@ -146,8 +167,8 @@ class UpstreamSource:
         for module_id in list(self._modules):
             self._unregister(module_id)
         private, self._private = list(self._private.values()), {}
-        for lease, _used in private:
-            await self.pool.release(lease)
+        for entry in private:
+            await self.pool.release(entry.lease)
         shared, self._lease = self._lease, None
         if shared is not None:
             await self.pool.release(shared)
@@ -210,37 +231,90 @@ class UpstreamSource:
         """Call ``tool`` for the caller behind ``context`` (apcore's ``Context``).
 
         ``repeatable`` (read-only or idempotent): may be sent again if the connection is lost.
+        An ``auth`` entry's credential failures (no caller token, the exchange refused or not
+        answered) are a tool error for this caller alone, naming the server and the reason.
         """
-        lease = await self._lease_for(context)
+        try:
+            private, lease = await self._lease_for(context)
+        except UpstreamCredentialsError as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc.message))], is_error=True)
         asker = CallAsker(context, prefix=f"{self.name}/")
-
-        result = await lease.call_tool(tool, arguments, progress=_Progress(context), asker=asker, repeatable=repeatable)
+        if private is not None:
+            private.busy += 1
+        try:
+            result = await lease.call_tool(
+                tool, arguments, progress=_Progress(context), asker=asker, repeatable=repeatable
+            )
+        finally:
+            if private is not None:
+                private.busy -= 1
+                private.used = anyio.current_time()
         asker.raise_deferred()
         return result
 
-    async def _lease_for(self, context: Context) -> Lease:
-        principal = principal_of(context, self.spec.sharing)
+    async def _lease_for(self, context: Context) -> tuple[_Private | None, Lease]:
+        spec, principal = self.spec, principal_of(context, self.spec.sharing)
         if principal is None:
             if self._lease is None:
                 raise RuntimeError(f"upstream source {self.name!r} is not open")
-            return self._lease
+            return None, self._lease
+        if self.exchanger is not None:
+            spec, principal = await self._as_caller(context, principal)
         found = self._private.get(principal)
         if found is None:
             # No lock held while a server starts: one principal's slow start delays no other.
-            lease = await self.pool.acquire(self.spec, principal)
-            raced = self._private.get(principal)
-            if raced is not None:  # another call of the same principal got there first
+            lease = await self.pool.acquire(spec, principal)
+            found = self._private.get(principal)
+            if found is not None:  # another call of the same principal got there first
                 await self.pool.release(lease)
-                lease = raced[0]
-        else:
-            lease = found[0]
-        self._private[principal] = (lease, anyio.current_time())
+            else:
+                found = self._private[principal] = _Private(lease, anyio.current_time())
+        found.used = anyio.current_time()
         await self._release_idle(keep=principal)
-        return lease
+        return found, found.lease
+
+    async def _as_caller(self, context: Context, principal: str) -> tuple[ServerSpec, str]:
+        """For an ``auth`` entry: the spec whose connection carries the caller's exchanged token, and the
+        handle key's principal part naming that token by its fingerprint (a new token: a new connection).
+
+        Raises:
+            UpstreamCredentialsError: no validated bearer on this call, or the exchange failed.
+        """
+        assert self.exchanger is not None
+        caller = getattr(call_context(context), "principal", None)
+        credential = getattr(caller, "credential", None)
+        token = credential.reveal() if credential is not None else None
+        if not token:
+            raise UpstreamCredentialsRefused(
+                self.name,
+                f"upstream {self.name!r} is called as the caller (token exchange), and this call carries no "
+                "validated bearer token (authentication is off, or the call did not come over HTTP)",
+            )
+        exchanged = await self.exchanger.token_for(caller_key(caller, token), token)
+        return dataclasses.replace(self.spec, bearer=exchanged.access_token), f"{principal}#{exchanged.fingerprint}"
 
     async def _release_idle(self, keep: str) -> None:
+        """Release private leases unused for ``PRIVATE_IDLE_SECONDS``, then the least recently used idle
+        ones past ``max_private``; never one a call is running on, nor ``keep``."""
         cutoff = anyio.current_time() - PRIVATE_IDLE_SECONDS
-        for principal, (lease, used) in list(self._private.items()):
-            if used < cutoff and principal != keep and self._private.get(principal, (None, 0.0))[0] is lease:
+        excess = len(self._private) - self.max_private
+        for principal, entry in sorted(self._private.items(), key=lambda item: item[1].used):
+            if principal == keep or entry.busy or self._private.get(principal) is not entry:
+                continue
+            if entry.used < cutoff or excess > 0:
                 del self._private[principal]
-                await self.pool.release(lease)
+                excess -= 1
+                await self.pool.release(entry.lease)
+
+    @property
+    def private_count(self) -> int:
+        """How many per-caller leases this server holds now."""
+        return len(self._private)
+
+
+def _exchanger(spec: ServerSpec) -> TokenExchanger | None:
+    if spec.token_exchange is None or spec.url is None:
+        return None
+    # Half the call's time at most, so a slow authorization server is reported as such, not as a timeout.
+    timeout = min(spec.timeout / 2, MAX_EXCHANGE_SECONDS)
+    return TokenExchanger(spec.name, spec.token_exchange, audience=spec.url, timeout=timeout)

@@ -21,8 +21,9 @@ ALL = "all"
 
 SERVER_KEYS = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "timeout", "enabled", "sharing"}
-    | {"aliases", "protocol", "description", "openapi", "baseUrl", "operations"}
+    | {"aliases", "protocol", "description", "openapi", "baseUrl", "operations", "auth"}
 )
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # noqa: S105 - a type name (RFC 8693)
 TOOLSET_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
 
 
@@ -42,6 +43,27 @@ class UpstreamConfigError(ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  {problem}" for problem in self.problems)
         super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+@dataclass(frozen=True, repr=False)
+class TokenExchangeSpec:
+    """An entry's ``auth``: call the upstream as the caller, by token exchange (RFC 8693) at ``token_endpoint``.
+
+    Placeholders are expanded. ``audience`` ``None`` means the server's ``url``. Its ``repr``
+    shows no value (the client secret above all).
+    """
+
+    token_endpoint: str
+    audience: str | None = None
+    resource: str | None = None
+    scope: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    subject_token_type: str = ACCESS_TOKEN_TYPE
+    requested_token_type: str | None = None
+
+    def __repr__(self) -> str:
+        return "TokenExchangeSpec(***)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -67,6 +89,11 @@ class ServerSpec:
     """An ``openapi`` entry's ``baseUrl`` (``None``: the document's first ``servers`` URL)."""
     operations: tuple[str, ...] | None = None
     """An ``openapi`` entry's operationIds to mount (``None``: every operation)."""
+    token_exchange: TokenExchangeSpec | None = None
+    """A url entry's ``auth``: each caller's calls carry a token exchanged for theirs (``upstream.token_exchange``)."""
+    bearer: str | None = field(default=None, compare=False)
+    """The exchanged token one caller's connection sends as ``Authorization`` (never from the config, never
+    in ``key``: the handle key names that caller's token by a fingerprint instead)."""
 
     @property
     def is_remote(self) -> bool:
@@ -78,7 +105,7 @@ class ServerSpec:
         if self.transport == OPENAPI:
             return (self.name, OPENAPI, self.openapi, self.base_url, self.headers, self.operations)
         if self.is_remote:
-            return (self.name, self.transport, self.url, self.headers, self.protocol)
+            return (self.name, self.transport, self.url, self.headers, self.protocol, self.token_exchange)
         return (self.name, "stdio", self.command, self.args, self.env, self.cwd, self.protocol)
 
     def __repr__(self) -> str:
