@@ -50,3 +50,84 @@ def discovered(root: Path, expected: int) -> Registry:
     registry = Registry(extensions_dir=str(root))
     assert registry.discover() == expected
     return registry
+
+
+PROBE_MODULE = """
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class TouchIn(BaseModel):
+    marker: str
+
+
+class TouchOut(BaseModel):
+    touched: bool
+
+
+class Touch:
+    description = "Writes its marker file (so a test sees that it ran)"
+    input_schema = TouchIn
+    output_schema = TouchOut
+    view = "probe.html"
+
+    def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
+        Path(inputs["marker"]).write_text("ran")
+        return {"touched": True}
+"""
+
+PROBE_VIEW = """<!doctype html>
+<html><head><meta charset="utf-8"><title>probe</title></head><body>
+<p id="probe"></p><p id="call"></p><p id="ready"></p>
+<script>
+"use strict";
+const seen = {};
+function attempt(name, read) {
+  try { seen[name] = String(read()); } catch (error) { seen[name] = "blocked"; }
+}
+attempt("dom", () => parent.document.title);
+attempt("explorerState", () => parent.state.token);
+attempt("cookie", () => document.cookie);
+attempt("localStorage", () => localStorage.length);
+attempt("sessionStorage", () => sessionStorage.length);
+attempt("origin", () => origin);
+document.getElementById("probe").textContent = JSON.stringify(seen);
+const waiting = new Map();
+let last = 0;
+window.received = [];
+addEventListener("message", (event) => {
+  const message = event.data;
+  window.received.push(JSON.stringify(message));
+  if (event.source === parent && message && waiting.has(message.id)) waiting.get(message.id)(message);
+});
+function ask(method, params) {
+  last += 1;
+  const id = last;
+  parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+  return new Promise((resolve) => waiting.set(id, resolve));
+}
+window.callTool = async (name, args) => {
+  const answer = await ask("tools/call", { name, arguments: args });
+  const said = answer.error ? "error: " + answer.error.message : "result: " + JSON.stringify(answer.result.structuredContent);
+  document.getElementById("call").textContent = said;
+  return said;
+};
+window.fetchPage = () => fetch("/explorer/config").then(() => "fetched", () => "blocked");
+ask("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "probe", version: "1" }, appCapabilities: {} })
+  .then(() => {
+    parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} }, "*");
+    document.getElementById("ready").textContent = "ready";
+  });
+</script></body></html>
+"""
+
+
+def probe_registry(root: Path) -> Registry:
+    """``probe.touch``: writes its marker; its view probes what the frame can reach and calls tools on demand."""
+    folder = root / "probe"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "touch.py").write_text(PROBE_MODULE)
+    (folder / "probe.html").write_text(PROBE_VIEW)
+    return discovered(root, 1)

@@ -4,8 +4,10 @@ A view path that leaves the module's directory (``../``, or a symlink out) or a 
 ``MAX_VIEW_BYTES`` is refused: the module is served without it. A view is seen by exactly who
 sees its tool: a filtered list (``auth_filter_tools``) hides it from a caller the tool is hidden
 from and reading it answers "not found", in both eras over HTTP; the ``tags``/``prefix`` filters,
-search mode and a toolset endpoint serve no view of a module they do not list. The explorer's
-side (the sandboxed frame, execution off) is in ``tests/test_apps_browser.py``.
+search mode and a toolset endpoint serve no view of a module they do not list. In the explorer
+(headless Chromium): the view's frame reaches neither the page's DOM, its state (the token), its
+cookies nor its storage, sends no request, and is never posted the token; it calls only its own
+tool; and with execution off its ``tools/call`` is refused by the explorer's door and runs nothing.
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from playwright.async_api import Browser, Frame, Page, expect
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.explorer_mcp import EXECUTION_OFF
 from apcore_mcp.settings import Settings
 from apcore_mcp.views import MAX_VIEW_BYTES
 
-from tests._support.apps import VIEW_PAGE, discovered, write_module
+from tests._support.apps import VIEW_PAGE, discovered, probe_registry, write_module
 from tests._support.auth import api_key_entry, bearer
+from tests._support.browser import explorer
 from tests._support.hostile import serving
 
 ALICE = "alice-key-" + "a" * 30  # no scopes
@@ -155,3 +160,68 @@ async def test_a_toolset_endpoint_serves_only_the_views_of_its_modules(mode: str
             assert await seen_views(team) == ONLY_SHOWN
         async with client_at(f"{url}/mcp", None, mode) as everything:
             assert await seen_views(everything) == BOTH
+
+
+# -- the explorer's frame ------------------------------------------------------------------------
+
+TOKEN = "explorer-token-" + "t" * 24
+CSP_BLOCKED_FETCH = (
+    r"CSP violation: connect-src|directive: \"connect-src 'none'\"|Refused to connect because it violates the document"
+)
+"""What Chromium logs for the view's fetch its frame's policy blocks (the test provokes it)."""
+
+
+async def opened_probe(page: Page, url: str, token: str | None = None) -> Frame:
+    """The explorer at ``probe.touch`` with its view open and initialized; the view's frame."""
+    await page.goto(url + "#tool=probe.touch")
+    await expect(page.locator("#detail h2")).to_have_text("probe.touch")
+    if token is not None:
+        await page.locator("#token").fill(token)
+    await page.locator("#open-view").click()
+    await expect(page.frame_locator("#view-frame").locator("#ready")).to_have_text("ready")
+    frame = page.frame(url=lambda frame_url: frame_url.endswith("/view-frame"))
+    assert frame is not None
+    return frame
+
+
+@pytest.mark.browser
+async def test_the_view_frame_reaches_nothing_of_the_explorer(browser: Browser, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    async with explorer(
+        browser, probe_registry(tmp_path / "extensions"), allow_execute=True, execute_token=TOKEN
+    ) as ex:
+        page = ex.page
+        await page.context.add_cookies([{"name": "session", "value": "cookie-secret", "url": ex.url}])
+        await page.goto(ex.url)
+        await page.evaluate("localStorage.setItem('kept', 'storage-secret')")
+        frame = await opened_probe(page, ex.url, TOKEN)
+
+        probe = json.loads(await page.frame_locator("#view-frame").locator("#probe").inner_text())
+        assert probe == {
+            "dom": "blocked",
+            "explorerState": "blocked",
+            "cookie": "blocked",
+            "localStorage": "blocked",
+            "sessionStorage": "blocked",
+            "origin": "null",
+        }
+        assert await frame.evaluate("fetchPage()") == "blocked"  # connect-src 'none', and an opaque origin
+
+        # It calls its own tool through the page (which holds the token), and only that tool.
+        said = await frame.evaluate(f"callTool('probe.touch', {{marker: {json.dumps(str(marker))}}})")
+        assert said == 'result: {"touched":true}' and marker.read_text() == "ran"
+        assert await frame.evaluate("callTool('other.tool', {})") == "error: This view may call only probe.touch"
+        received = "\n".join(await frame.evaluate("window.received"))
+        assert TOKEN not in received and "cookie-secret" not in received and "storage-secret" not in received
+        assert ex.unexpected_problems(CSP_BLOCKED_FETCH) == []
+
+
+@pytest.mark.browser
+async def test_the_view_cannot_call_tools_while_execution_is_off(browser: Browser, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    async with explorer(browser, probe_registry(tmp_path / "extensions"), allow_execute=False) as ex:
+        frame = await opened_probe(ex.page, ex.url)  # reading the view needs no execution, as docs:// do not
+        said = await frame.evaluate(f"callTool('probe.touch', {{marker: {json.dumps(str(marker))}}})")
+        assert said == f"error: {EXECUTION_OFF}"
+        assert not marker.exists()
+        assert ex.unexpected_problems(r"status of 403") == []

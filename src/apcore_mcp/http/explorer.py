@@ -44,6 +44,7 @@ from apcore_mcp.calls import CallOutcome
 from apcore_mcp.content import RenderedOutput
 from apcore_mcp.context import CallContext
 from apcore_mcp.declared import options
+from apcore_mcp.http.explorer_views import FRAME_PATH, view_frame_routes
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.limits import principal_key
@@ -105,7 +106,7 @@ def content_security_policy(html: str) -> str:
     return (
         f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
         "connect-src 'self'; img-src 'self' data:; media-src data:; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
+        "frame-src 'self'; frame-ancestors 'none'"
     )
 
 
@@ -128,6 +129,7 @@ def tool_detail(record: ToolRecord, upstream: dict[str, str] | None = None) -> d
         "inputSchema": record.input_schema,
         "outputSchema": record.output_schema or None,
         "documentation": record.documentation or None,
+        "view": record.view.uri if record.view is not None else None,
     }
 
 
@@ -207,6 +209,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "tokenRequired": gate.enabled and gate.required(request.scope),
                 "authRequired": settings.auth != "none",
                 "mcpPath": f"{root}{prefix}/mcp",
+                "viewFramePath": f"{root}{prefix}{FRAME_PATH}",
                 "readyPath": f"{root}/ready",
                 "protocolVersions": PROTOCOL_VERSIONS,
                 "executeSetting": EXECUTE_SETTING,
@@ -268,6 +271,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         Route(f"{prefix}/tools", list_tools, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}/call", call_tool, methods=["POST"]),
+        *view_frame_routes(prefix),
     ]
 
 

@@ -169,6 +169,8 @@ function renderDetail(tool) {
   parts.push(el("details", { class: "block" }, el("summary", { text: "Output schema" }),
     el("div", {}, tool.outputSchema ? jsonView(tool.outputSchema) : el("p", { class: "meta", text: "No output schema." }))));
   parts.push(runCard(tool));
+  closeView();  // a view belongs to the tool shown (35-views.js)
+  if (tool.view) parts.push(viewCard(tool));
   main.replaceChildren(...parts.filter(Boolean)); // a missing part is null, which would show as "null"
 }
 

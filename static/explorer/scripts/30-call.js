@@ -196,6 +196,7 @@ function runCard(tool) {
     status.textContent = [httpStatus ? "HTTP " + httpStatus : "no response", elapsed + " ms", era].join(" · ");
     if (error) renderFailure(output, error);
     else renderResult(output, result, metaBox);
+    if (!error && tool.view) deliverToView(tool, args, result);  // 35-views.js
     // The server's "Input validation failed" result is also shown beside the fields it names.
     if (result && result.isError && !rawMode) form.setErrors(validationErrors(resultText(result)));
     if (error && error.data && error.data.flag) disabledBox.replaceChildren(disabledPanel(error.data));
