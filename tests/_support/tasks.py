@@ -77,7 +77,7 @@ class Steps:
 
 def task_modules(seen: Seen) -> dict[str, Any]:
     """``jobs.steps`` (optional task: progress per step), ``jobs.quick`` (required), ``jobs.fails``,
-    ``jobs.gated`` (needs approval), ``jobs.plain`` (no task)."""
+    ``jobs.gated`` (needs approval), ``jobs.big`` (``size`` bytes out), ``jobs.plain`` (no task)."""
 
     def quick(text: str) -> dict[str, Any]:
         return {"text": text.upper()}
@@ -88,6 +88,9 @@ def task_modules(seen: Seen) -> dict[str, Any]:
     def gated() -> dict[str, Any]:
         seen.finished += 1
         return {"ran": True}
+
+    def big(size: int) -> dict[str, Any]:
+        return {"blob": "x" * size}
 
     def plain(name: str) -> dict[str, Any]:
         return {"greeting": f"Hello, {name}!"}
@@ -100,6 +103,7 @@ def task_modules(seen: Seen) -> dict[str, Any]:
         "jobs.quick": module_of(quick, annotations=marked("required"), description="Quick"),
         "jobs.fails": module_of(fails, annotations=marked("optional"), description="Fails"),
         "jobs.gated": module_of(gated, annotations=marked("optional", requires_approval=True), description="Gated"),
+        "jobs.big": module_of(big, annotations=marked("optional"), description="Big"),
         "jobs.plain": module_of(plain, description="Plain"),
     }
 
@@ -198,6 +202,7 @@ class Wire:
     era: str = MODERN
     source: str = "127.0.0.1"
     tasks: bool = True
+    headers: dict[str, str] = field(default_factory=dict)
     session: str | None = None
     _ids: int = 0
 
@@ -228,7 +233,7 @@ class Wire:
         return _message(response)
 
     async def _post(self, body: dict[str, Any], method: str, name: str | None = None) -> httpx.Response:
-        headers = {"Accept": "application/json, text/event-stream", "Mcp-Method": method}
+        headers = {"Accept": "application/json, text/event-stream", "Mcp-Method": method, **self.headers}
         if self.era == MODERN:
             headers["MCP-Protocol-Version"] = MODERN
         elif self.session is not None:
