@@ -52,7 +52,9 @@ async def test_the_sdk_client_gets_a_task_and_its_result(where: str) -> None:
         assert {"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} <= created.keys()
         assert "task" not in created and "ttl" not in created and "requestState" not in created
         # Progress went into the record while the work ran.
-        assert any(state.get("statusMessage", "").startswith(("1/3", "2/3", "3/3")) for state in tasks.polled), tasks.polled
+        assert any(state.get("statusMessage", "").startswith(("1/3", "2/3", "3/3")) for state in tasks.polled), (
+            tasks.polled
+        )
         # A tool without task support is an ordinary call, a tool error a completed task with isError.
         plain = await client.call_tool("jobs.plain", {"name": "Ada"})
         assert plain.structured_content == {"greeting": "Hello, Ada!"}
@@ -90,6 +92,9 @@ async def test_the_2026_wire_shapes_and_gating() -> None:
         assert plain["resultType"] == "complete" and plain["structuredContent"] == {"done": 1}
         legacy = (await wire.call("jobs.plain", {"name": "Ada"}, task={"ttl": 1000}))["result"]
         assert legacy["resultType"] == "complete" and "taskId" not in legacy
+        # Mcp-Name must carry the task id (SEP-2663 routing headers).
+        mismatch = await wire.rpc("tasks/get", {"taskId": created["taskId"]}, name="another-task")
+        assert mismatch["error"]["code"] == -32020
         # tasks/result and tasks/list are gone in 2026-07-28; tasks/update acks.
         assert (await wire.rpc("tasks/result", {"taskId": created["taskId"]}))["error"]["code"] == -32601
         assert (await wire.rpc("tasks/list"))["error"]["code"] == -32601

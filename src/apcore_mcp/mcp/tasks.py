@@ -65,6 +65,16 @@ def _missing_extension() -> MCPError:
     )
 
 
+def _check_name_header(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """2026-07-28 over HTTP: ``Mcp-Name`` carries the task id (SEP-2663 routing headers, SEP-2243 rules)."""
+    scope = http_scope(ctx)
+    if scope is None or not is_modern(ctx):
+        return
+    values = [value for key, value in scope.get("headers", []) if key == b"mcp-name"]
+    if len(values) != 1 or values[0].decode("latin-1").strip() != task_id:
+        raise MCPError(code=types.HEADER_MISMATCH, message="Mcp-Name header must carry the request's taskId")
+
+
 def task_fields(record: TaskRecord, *, modern: bool) -> dict[str, Any]:
     """The ``Task`` object of an era (2026-07-28 spells durations ``ttlMs``/``pollIntervalMs``)."""
     fields: dict[str, Any] = {
@@ -166,6 +176,7 @@ class TaskEndpoints:
         """The caller's task, or -32602 as for a task that never existed."""
         if is_modern(ctx) and not _extension_declared(ctx):
             raise _missing_extension()
+        _check_name_header(ctx, task_id)
         scope = http_scope(ctx)
         caller = principal_key(scope)
         try:
