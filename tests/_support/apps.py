@@ -56,6 +56,7 @@ PROBE_MODULE = """
 from pathlib import Path
 from typing import Any
 
+from apcore import ModuleAnnotations
 from pydantic import BaseModel
 
 
@@ -72,6 +73,7 @@ class Touch:
     input_schema = TouchIn
     output_schema = TouchOut
     view = "probe.html"
+    annotations = ModuleAnnotations(destructive={destructive})
 
     def execute(self, inputs: dict[str, Any], context: object) -> dict[str, Any]:
         Path(inputs["marker"]).write_text("ran")
@@ -124,10 +126,10 @@ ask("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "probe", 
 """
 
 
-def probe_registry(root: Path) -> Registry:
+def probe_registry(root: Path, *, destructive: bool = False) -> Registry:
     """``probe.touch``: writes its marker; its view probes what the frame can reach and calls tools on demand."""
     folder = root / "probe"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "touch.py").write_text(PROBE_MODULE)
+    (folder / "touch.py").write_text(PROBE_MODULE.replace("{destructive}", str(destructive)))
     (folder / "probe.html").write_text(PROBE_VIEW)
     return discovered(root, 1)

@@ -7,7 +7,8 @@ from and reading it answers "not found", in both eras over HTTP; the ``tags``/``
 search mode and a toolset endpoint serve no view of a module they do not list. In the explorer
 (headless Chromium): the view's frame reaches neither the page's DOM, its state (the token), its
 cookies nor its storage, sends no request, and is never posted the token; it calls only its own
-tool; and with execution off its ``tools/call`` is refused by the explorer's door and runs nothing.
+tool; with execution off its ``tools/call`` is refused by the explorer's door and runs nothing, and
+a destructive tool is refused too (nothing from inside a view stands for the person's confirmation).
 """
 
 from __future__ import annotations
@@ -225,3 +226,17 @@ async def test_the_view_cannot_call_tools_while_execution_is_off(browser: Browse
         assert said == f"error: {EXECUTION_OFF}"
         assert not marker.exists()
         assert ex.unexpected_problems(r"status of 403") == []
+
+
+@pytest.mark.browser
+async def test_the_view_cannot_run_a_destructive_tool_without_the_persons_confirmation(
+    browser: Browser, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    registry = probe_registry(tmp_path / "extensions", destructive=True)
+    async with explorer(browser, registry, allow_execute=True) as ex:
+        frame = await opened_probe(ex.page, ex.url)
+        said = await frame.evaluate(f"callTool('probe.touch', {{marker: {json.dumps(str(marker))}}})")
+        assert said == "error: probe.touch is destructive: confirm the call to run it"
+        assert not marker.exists() and await ex.page.locator("dialog").count() == 0
+        assert ex.unexpected_problems(r"status of 428") == []
