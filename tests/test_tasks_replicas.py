@@ -25,7 +25,7 @@ LEASE = 1.5
 
 
 def start(name: str, workdir: Path, redis: RedisServer) -> Replica:
-    args = ("--redis-url", redis.url, "--task-lease", str(LEASE))
+    args = ("--redis-url", redis.url, "--task-lease", str(LEASE), "--shutdown-timeout", "0.2")
     command = apcore_server(EXTENSIONS, *args, env={"REPLICA_NAME": name})
     return Replica(name, start_server(command, "streamable-http", workdir / name))
 
@@ -88,4 +88,15 @@ async def test_a_killed_replicas_task_reads_failed_on_the_others(pair: tuple[Rep
     assert time.monotonic() - killed <= LEASE + 1
     assert failed["statusMessage"] == REPLICA_GONE
     assert failed["error"] == {"code": -32603, "message": REPLICA_GONE}
+    assert "result" not in failed
+
+
+async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once(pair: tuple[Replica, Replica]) -> None:
+    a, b = pair
+    on_a, on_b = Wire(a.base), Wire(b.base)
+    created = (await on_a.call("jobs.long", {"steps": 1000, "delay": 0.05}))["result"]
+    await wait_status(on_b, created["taskId"], "working", 5)
+    a.stop()  # SIGTERM: the drain waits shutdown_timeout, then cancels the work and settles its tasks
+    failed = await wait_status(on_b, created["taskId"], "failed", 2)
+    assert "shutting down" in str(failed["statusMessage"])
     assert "result" not in failed

@@ -80,6 +80,11 @@ class TaskPeer:
         return False
 
 
+def _no_result(outcome: CallOutcome) -> bool:
+    """Refused before running, or cut off by the server stopping (``CallRouter.cancel_all``): no tool result."""
+    return outcome.refusal is not None or (outcome.error is not None and outcome.error.kind == "cancelled")
+
+
 @dataclass
 class _Running:
     call: CallContext
@@ -212,7 +217,7 @@ class TaskRunner:
             with running.scope:
                 outcome = await self.router.call(tool, arguments, running.call)
             if outcome is not None:
-                status = "failed" if outcome.refusal is not None else "completed"
+                status = "failed" if _no_result(outcome) else "completed"
         except Exception:
             logger.exception("Task of %s failed", tool)
             outcome = None
