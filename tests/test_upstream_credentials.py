@@ -151,7 +151,9 @@ def _unreachable(spec: Any) -> Any:
     return dataclasses.replace(spec, token_endpoint=f"http://127.0.0.1:{free_port()}/token")
 
 
-async def test_a_call_without_a_validated_token_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_call_without_a_validated_token_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     async with scene(tmp_path, monkeypatch, auth=False) as s, Client(f"{s.url}/mcp", mode="legacy") as anyone:
         result = await anyone.call_tool(WHOAMI, {})
         assert s.source.private_count == 0
@@ -161,6 +163,7 @@ async def test_a_call_without_a_validated_token_is_refused(tmp_path: Path, monke
         "bearer token (authentication is off, or the call did not come over HTTP)"
     )
     assert s.authorization.requests == []
+    assert f"Upstream '{SERVER}' calls as the caller (auth: token exchange) but authentication is off" in caplog.text
 
 
 # -- the config -----------------------------------------------------------------------------------

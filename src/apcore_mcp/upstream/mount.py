@@ -47,6 +47,19 @@ def served_toolsets(config: UpstreamConfig, main: str | None) -> list[str]:
     return [first, *(name for name in config.toolsets if name != first)]
 
 
+def _warn_without_auth(config: UpstreamConfig, settings: Settings) -> None:
+    """Token exchange needs the caller's validated token: without authentication every call is refused."""
+    if settings.auth != "none":
+        return
+    for name, spec in config.servers.items():
+        if spec.token_exchange is not None:
+            logger.warning(
+                "Upstream %r calls as the caller (auth: token exchange) but authentication is off: "
+                "every call to it will be refused (set --auth)",
+                name,
+            )
+
+
 @asynccontextmanager
 async def mount_upstreams(
     registry: Any, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
@@ -64,6 +77,7 @@ async def mount_upstreams(
         return
     if config is None:
         config = config_of(settings, environ)
+    _warn_without_auth(config, settings)
     async with UpstreamPool(
         redactor=config.redactor,
         log_dir=settings.upstream_log_dir,
