@@ -12,13 +12,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
 from apcore_mcp.task_runs import REPLICA_GONE
 from apcore_mcp.testing import apcore_server, start_server
 
 from tests._support.replicas import RedisServer, Replica, redis_running
-from tests._support.tasks import Wire
+from tests._support.sessions import running_http
+from tests._support.tasks import Seen, Wire, task_executor
 
 EXTENSIONS = Path(__file__).resolve().parent / "task_extensions"
 LEASE = 1.5
@@ -100,3 +104,26 @@ async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once(pair: tuple[
     failed = await wait_status(on_b, created["taskId"], "failed", 2)
     assert "shutting down" in str(failed["statusMessage"])
     assert "result" not in failed
+
+
+async def test_redis_records_expire_are_bounded_and_fail_closed_without_redis(tmp_path: Path) -> None:
+    seen = Seen()
+    with redis_running(tmp_path / "redis") as redis:
+        settings = Settings(redis_url=redis.url, task_ttl=0.6, task_max_bytes=4096)
+        bridge = Bridge.build(task_executor(seen), settings)
+        async with running_http(bridge) as url:
+            wire = Wire(url)
+            kept = (await wire.call("jobs.quick", {"text": "kept"}))["result"]
+            assert (await wire.until_done(kept["taskId"]))["result"]["status"] == "completed"
+            big = (await wire.call("jobs.big", {"size": 10_000}))["result"]  # past task_max_bytes
+            failed = (await wire.until_done(big["taskId"]))["result"]
+            assert failed["status"] == "failed" and "too large" in failed["statusMessage"]
+            await asyncio.sleep(0.7)  # Redis expires the records with the task's retention
+            assert (await wire.rpc("tasks/get", {"taskId": kept["taskId"]}))["error"]["code"] == -32602
+            redis.stop()
+            refused = await wire.call("jobs.quick", {"text": "x"})
+            assert refused["error"]["code"] == -32603 and "unreachable" in refused["error"]["message"]
+            assert (await wire.rpc("tasks/get", {"taskId": kept["taskId"]}))["error"]["code"] == -32603
+            async with httpx.AsyncClient(timeout=5) as http:  # the server runs in this event loop
+                ready = (await http.get(f"{url}/ready")).json()
+            assert "tasks" in ready["degraded"]["redis"]

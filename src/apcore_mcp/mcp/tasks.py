@@ -171,6 +171,8 @@ class TaskEndpoints:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"Task not started: {exc}") from None
         except TaskStoreUnavailable:
             raise MCPError(code=types.INTERNAL_ERROR, message="Task not started: task store unreachable") from None
+        except RuntimeError:  # the server's service is not running (a bare Bridge, not served)
+            raise MCPError(code=types.INTERNAL_ERROR, message="Task not started: tasks are not served here") from None
 
     async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> TaskRecord:
         """The caller's task, or -32602 as for a task that never existed."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -60,11 +61,11 @@ class RedisTaskStore:
             raise TaskStoreFull(f"a task record of {len(data)} bytes exceeds task_max_bytes ({self.max_record_bytes})")
         return data
 
-    async def _run(self, command: Any) -> Any:
+    async def _run(self, command: Callable[[], Awaitable[Any]]) -> Any:
         if not self.link.available():
             raise TaskStoreUnavailable("the task store (Redis) is unreachable")
         try:
-            value = await command
+            value = await command()
         except (RedisError, OSError) as exc:
             self.link.failed(USER, exc, FALLBACK)
             raise TaskStoreUnavailable("the task store (Redis) is unreachable") from exc
@@ -74,19 +75,19 @@ class RedisTaskStore:
     async def create(self, record: TaskRecord) -> None:
         left_ms = max(1, math.ceil((record.expires_at - time.time()) * 1000))
         data = self._encoded(record)
-        await self._run(self.link.client.set(self._key(record.task_id), data, nx=True, px=left_ms))
+        await self._run(lambda: self.link.client.set(self._key(record.task_id), data, nx=True, px=left_ms))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        data = await self._run(self.link.client.get(self._key(task_id)))
+        data = await self._run(lambda: self.link.client.get(self._key(task_id)))
         return None if data is None else TaskRecord.loads(data)
 
     async def put(self, record: TaskRecord) -> None:
         data = self._encoded(record)
-        await self._run(self.link.client.eval(_PUT, 1, self._key(record.task_id), data))
+        await self._run(lambda: self.link.client.eval(_PUT, 1, self._key(record.task_id), data))
 
     async def request_cancel(self, task_id: str) -> None:
         key = self._key(task_id)
-        await self._run(self.link.client.eval(_MARK_CANCEL, 2, key, key + ":cancel"))
+        await self._run(lambda: self.link.client.eval(_MARK_CANCEL, 2, key, key + ":cancel"))
 
     async def cancel_requested(self, task_id: str) -> bool:
-        return bool(await self._run(self.link.client.exists(self._key(task_id) + ":cancel")))
+        return bool(await self._run(lambda: self.link.client.exists(self._key(task_id) + ":cancel")))
