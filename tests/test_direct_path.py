@@ -54,10 +54,14 @@ DIRECT_COUNTER = "apcore_mcp_direct_requests_total"
 PARITY_COUNTERS = ("apcore_mcp_rejected_requests_total", "apcore_mcp_tool_calls_total")
 """Counters that must move alike on both servers for the same request."""
 SDK_ONLY = frozenset(
-    {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"}
+    {
+        *("ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"),
+        *("tasks/get", "tasks/update", "tasks/cancel", "tasks/result"),
+    }
 )
-"""Request methods the server registers that the SDK answers (``subscriptions/listen`` streams; the
-rest are not 2026-07-28 methods: ``-32601``)."""
+"""Request methods the server registers that the SDK answers (``subscriptions/listen`` streams;
+``tasks/*`` are polled, not the hot path, and ``tasks/result`` waits for the task's end; the rest
+are not 2026-07-28 methods: ``-32601``)."""
 SLOW_SECONDS = 0.6
 PING_SECONDS = 0.2
 

@@ -84,8 +84,9 @@ DIRECT_METHODS: Final = frozenset(
         "completion/complete",
     }
 )
-"""Methods that answer with one result. ``subscriptions/listen`` is a stream; anything else
-(``ping``, ``initialize``, unknown methods: ``-32601`` at 2026-07-28) is the SDK's to answer."""
+"""Methods that answer with one result. ``subscriptions/listen`` is a stream; ``tasks/*`` are
+polled, off the hot path; anything else (``ping``, ``initialize``, unknown methods: ``-32601`` at
+2026-07-28) is the SDK's to answer."""
 
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 _PARAM_PREFIX_BYTES = _PARAM_PREFIX.encode()
