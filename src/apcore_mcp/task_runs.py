@@ -88,6 +88,7 @@ def _no_result(outcome: CallOutcome) -> bool:
 @dataclass
 class _Running:
     call: CallContext
+    owner: str = ""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancelled: bool = False
     """Cancelled by ``tasks/cancel`` (not by the service stopping, which fails the task)."""
@@ -104,6 +105,7 @@ class TaskRunner:
         ttl: float,
         poll_ms: int = 1000,
         lease: float = LEASE_SECONDS,
+        max_per_caller: int = 500,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.router = router
@@ -113,7 +115,9 @@ class TaskRunner:
         self.lease = lease
         self._clock = clock
         self._group: TaskGroup | None = None
+        self.max_per_caller = max_per_caller
         self._running: dict[str, _Running] = {}
+        self._per_owner: dict[str, int] = {}  # tasks running here per owner: one caller cannot take every slot
 
     @property
     def serving(self) -> bool:
@@ -160,10 +164,14 @@ class TaskRunner:
         group = self._group
         if group is None:
             raise RuntimeError("tasks run only while the bridge is served")
+        owner = owner_key(call.caller)
+        if self._per_owner.get(owner, 0) >= self.max_per_caller:
+            limit = self.max_per_caller
+            raise TaskStoreFull(f"this caller has reached its limit of {limit} running tasks; try again later")
         now = self._clock()
         record = TaskRecord(
             task_id=secrets.token_urlsafe(24),
-            owner=owner_key(call.caller),
+            owner=owner,
             tool=tool,
             ttl_ms=self.ttl_ms(ttl_ms),
             poll_ms=self.poll_ms,
@@ -172,11 +180,12 @@ class TaskRunner:
             lease_until=now + self.lease if self.store.shared else None,
         )
         await self.store.create(record)
-        running = _Running(call)
+        running = _Running(call, owner)
         call.peer = TaskPeer(call.era, lambda p, t, m: self._progress(record.task_id, p, t, m))
         call.meta = {}  # the request's progress token is the request's, not the task's
         call.release = None
         self._running[record.task_id] = running
+        self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
         group.start_soon(self._work, record.task_id, tool, arguments, running)
         return record
 
@@ -223,6 +232,9 @@ class TaskRunner:
             outcome = None
         finally:
             self._running.pop(task_id, None)
+            left = self._per_owner.pop(running.owner, 1) - 1
+            if left:
+                self._per_owner[running.owner] = left
             if running.cancelled:
                 status, outcome = "cancelled", None
             with anyio.CancelScope(shield=True):  # also when the service stops: the record says so

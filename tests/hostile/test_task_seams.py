@@ -7,7 +7,8 @@
 - A caller who lost the tool's scope no longer sees its task.
 - An approval-gated module run as a task is refused, even for a client that would say yes:
   a task cannot ask (no auto-confirmation in the background).
-- The memory store is bounded in bytes and in count; a result too large to keep fails its task.
+- The memory store is bounded in bytes and in count, and one caller may have half of the count
+  running; a result too large to keep fails its task.
 - Cancelling a finished task changes nothing; a task is gone after its TTL, and a client
   cannot ask to keep it longer than ``task_ttl``.
 """
@@ -131,13 +132,17 @@ async def test_the_memory_store_is_bounded_in_bytes_and_count() -> None:
             kept = (await wire.call("jobs.big", {"size": 3000}))["result"]
             assert (await wire.until_done(kept["taskId"]))["result"]["status"] == "completed"
             assert store.bytes <= 8192
-        running = [(await wire.call("jobs.steps", {"steps": 100, "delay": 0.05}))["result"] for _ in range(3)]
-        assert all("taskId" in task for task in running)  # the finished one made room
-        full = await wire.call("jobs.steps", {"steps": 1, "delay": 0})
+        # One caller may have half of task_max_count (here 1) running; three callers fill the store.
+        callers = [Wire(url, source=f"127.0.0.{n}") for n in (1, 2, 3)]
+        running = [(await c.call("jobs.steps", {"steps": 100, "delay": 0.05}))["result"] for c in callers]
+        assert all("taskId" in task for task in running)  # the finished ones made room
+        second = await callers[0].call("jobs.steps", {"steps": 1, "delay": 0})
+        assert second["error"]["code"] == -32603 and "its limit of 1 running tasks" in str(second)
+        full = await Wire(url, source="127.0.0.4").call("jobs.steps", {"steps": 1, "delay": 0})
         assert full["error"]["code"] == -32603 and "too many tasks" in full["error"]["message"]
         assert len(store) == 3 and store.bytes <= 8192
-        for task in running:
-            await wire.rpc("tasks/cancel", {"taskId": task["taskId"]})
+        for caller, task in zip(callers, running, strict=True):
+            await caller.rpc("tasks/cancel", {"taskId": task["taskId"]})
 
 
 async def test_cancelling_a_finished_task_changes_nothing() -> None:

@@ -223,4 +223,5 @@ def build_server(
 def task_runner(router: CallRouter, settings: Settings) -> TaskRunner:
     """Tasks kept in memory (the service hands them Redis while the replicas are linked)."""
     store = MemoryTaskStore(max_count=settings.task_max_count, max_bytes=settings.task_max_bytes)
-    return TaskRunner(router, store, ttl=settings.task_ttl, lease=settings.task_lease)
+    per_caller = max(1, settings.task_max_count // 2)  # no caller fills the store with running tasks
+    return TaskRunner(router, store, ttl=settings.task_ttl, lease=settings.task_lease, max_per_caller=per_caller)

@@ -110,7 +110,8 @@ class ProtocolSettings:
     )
     task_max_count: int = option(
         1000,
-        "task records this process keeps in memory (without `redis_url`); finished ones make room first",
+        "task records this process keeps in memory (without `redis_url`); finished ones make room first; "
+        "one caller may have half of it running on a replica",
         group="protocol",
         kind="int",
     )
