@@ -1,5 +1,6 @@
 """Tasks shared by replicas through a real ``redis-server``: any replica answers ``tasks/get`` and
-``tasks/cancel``; a task whose replica was killed reads ``failed`` everywhere once its lease passed.
+``tasks/cancel``, also once the replica that ran the task has stopped; a task whose replica was
+killed reads ``failed`` everywhere once its lease passed.
 
 Two processes of our CLI (``tests/task_extensions``), each stopped by PID; the wire by hand, so
 each request goes to the replica the test names.
@@ -98,12 +99,18 @@ async def test_a_killed_replicas_task_reads_failed_on_the_others(pair: tuple[Rep
 async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once(pair: tuple[Replica, Replica]) -> None:
     a, b = pair
     on_a, on_b = Wire(a.base), Wire(b.base)
+    finished = (await on_a.call("jobs.long", {"steps": 2, "delay": 0.01}))["result"]
+    await wait_status(on_a, finished["taskId"], "completed", 10)
     created = (await on_a.call("jobs.long", {"steps": 1000, "delay": 0.05}))["result"]
     await wait_status(on_b, created["taskId"], "working", 5)
     a.stop()  # SIGTERM: the drain waits shutdown_timeout, then cancels the work and settles its tasks
     failed = await wait_status(on_b, created["taskId"], "failed", 2)
     assert "shutting down" in str(failed["statusMessage"])
     assert "result" not in failed
+    # The task a finished before it stopped is still answered, result and all, by b.
+    kept = dict((await on_b.rpc("tasks/get", {"taskId": finished["taskId"]}))["result"])
+    assert kept["status"] == "completed"
+    assert kept["result"]["structuredContent"] == {"done": 2, "replica": "a"}
 
 
 async def test_redis_records_expire_are_bounded_and_fail_closed_without_redis(tmp_path: Path) -> None:
