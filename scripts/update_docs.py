@@ -210,7 +210,8 @@ def public_api_table() -> str:
             continue
         if inspect.isfunction(obj) or inspect.isclass(obj):
             typed_dict = inspect.isclass(obj) and hasattr(obj, "__total__")
-            call = name if typed_dict else f"{name}{_signature(obj)}"
+            error = inspect.isclass(obj) and issubclass(obj, BaseException)  # raised, not called
+            call = name if typed_dict or error else f"{name}{_signature(obj)}"
             shown = f"`{name}`" if len(call) > 160 else f"`{call}`"
             doc = inspect.getdoc(obj) or ""
         elif isinstance(obj, types.UnionType):

@@ -25,8 +25,7 @@ from apcore.middleware import Middleware
 from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.sse import sse_client
 
-from apcore_mcp import BackgroundServer, serve
-from apcore_mcp.run.hooks import StartupHookError
+from apcore_mcp import BackgroundServer, StartupHookError, serve
 from apcore_mcp.testing import free_port
 
 from tests._support.processes import stop_process, wait_ok

@@ -50,10 +50,12 @@ if TYPE_CHECKING:
     )
     from apcore_mcp.pipeline import build_executor, close_pipeline, install_pipeline
     from apcore_mcp.run.background import BackgroundServer
+    from apcore_mcp.run.hooks import StartupHookError
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import Settings, SettingsOptions
     from apcore_mcp.types import RegistryOrExecutor
     from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
+    from apcore_mcp.views import View
 
 __all__ = [
     "MCP_ELICIT_KEY",
@@ -69,7 +71,9 @@ __all__ = [
     "ResourceLink",
     "Settings",
     "SettingsOptions",
+    "StartupHookError",
     "Text",
+    "View",
     "__version__",
     "build_executor",
     "call_context",
@@ -106,7 +110,9 @@ _HOMES = {
     "ResourceLink": "apcore_mcp.content",
     "Settings": "apcore_mcp.settings",
     "SettingsOptions": "apcore_mcp.settings",
+    "StartupHookError": "apcore_mcp.run.hooks",
     "Text": "apcore_mcp.content",
+    "View": "apcore_mcp.views",
     "build_executor": "apcore_mcp.pipeline",
     "call_context": "apcore_mcp.context",
     "close_pipeline": "apcore_mcp.pipeline",

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from apcore_mcp.views import View
+from apcore_mcp import View
 
 
 class LengthIn(BaseModel):
