@@ -104,7 +104,11 @@ class CallOutcome:
 
 
 Observer = Callable[[str, str, float], None]
-"""``(tool, outcome kind, seconds)`` after each call, cancelled ones included."""
+"""``(tool, outcome kind, seconds)`` after each call, cancelled ones included; the tool is
+``UNKNOWN_TOOL`` for a name the router's catalog does not hold (a client's made-up names do not
+become label values)."""
+
+UNKNOWN_TOOL = "_unknown"
 
 
 def refused_outcome(tool: str, refusal: Refusal) -> CallOutcome:
@@ -211,8 +215,9 @@ class CallRouter:
         finally:
             if self.observers:
                 elapsed = time.perf_counter() - started
+                tool = name if self.catalog.get(name) is not None else UNKNOWN_TOOL
                 for observe in self.observers:
-                    observe(name, kind, elapsed)
+                    observe(tool, kind, elapsed)
 
     async def _call(self, name: str, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         logger.debug("Tool call: %s", name)

@@ -1,5 +1,5 @@
 """Where ``validate_inputs`` and ``metrics_collector`` meet the rest: approval, rate limits, upstream tools,
-refused and cancelled calls.
+refused and cancelled calls, the toolset endpoints of an ``mcp.json``.
 
 Each case is run through ``BackgroundServer`` (the keywords' public way in) with a real MCP
 client; where the seam is an ordering, the case runs with the feature off too, to show what it
@@ -25,13 +25,14 @@ from mcp.shared.exceptions import MCPError
 from apcore_mcp import BackgroundServer
 from apcore_mcp.limits import RATE_LIMITED
 
-from tests._support.hostile import wait_until
+from tests._support.hostile import metric, metrics_text, wait_until
 from tests._support.hostile_modules import hostile_registry, sleeper
 from tests._support.interactive import Purge
 from tests._support.results import text_of
 from tests._support.upstreams import UPSTREAM
 
 SECONDS = 20.0
+LIMITED: dict[str, Any] = {"rate_limit": 0.01, "rate_burst": 2}
 
 
 @contextlib.contextmanager
@@ -143,6 +144,52 @@ async def test_a_cancelled_call_and_an_unknown_tool_are_counted() -> None:
     assert seen["_unknown not_found"] == 1  # a client's made-up names do not become label values
     count, total = durations(collector, "hostile.sleep")
     assert count == 1 and total > 0
+
+
+async def test_a_toolset_endpoints_calls_are_counted_as_the_main_endpoints(tmp_path: Path) -> None:
+    """A toolset endpoint runs calls through a router of its own: ``/metrics`` and the collector count them too."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}, "toolsets": {"team": {"modules": {"prefix": "hostile.echo"}}}}))
+    collector = MetricsCollector()
+    with background(hostile_registry(), mcp_config=str(config), metrics_collector=collector, **LIMITED) as server:
+        async with Client(f"{server.url}/toolsets/team/mcp", mode="legacy") as client:
+            assert not (await client.call_tool("hostile.echo", {})).is_error
+            assert (await client.call_tool("hostile.sleep", {"seconds": 0})).is_error  # not in this toolset
+            assert not (await client.call_tool("hostile.echo", {})).is_error
+            with pytest.raises(MCPError):  # the shared burst is spent
+                await client.call_tool("hostile.echo", {})
+        text = await metrics_text(server.url)
+    seen = calls(collector)
+    assert seen["hostile.echo success"] == 2 and seen["hostile.echo rate_limited"] == 1
+    assert seen["_unknown not_found"] == 1  # unknown to the endpoint that was asked
+    assert metric(text, "apcore_mcp_tool_calls_total", tool="hostile.echo", outcome="ok") == 2
+    assert metric(text, "apcore_mcp_tool_calls_total", tool="_unknown", outcome="not_found") == 1
+    assert metric(text, "apcore_mcp_rejected_requests_total", reason="rate_limited") == 1
+
+
+async def in_flight(url: str) -> float:
+    return metric(await metrics_text(url), "apcore_mcp_tool_calls_in_flight")
+
+
+async def in_flight_is(url: str, count: int) -> bool:
+    return await in_flight(url) == count
+
+
+async def test_a_call_running_on_a_toolset_endpoint_is_in_flight(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}, "toolsets": {"team": {"modules": True}}}))
+    registry = hostile_registry()
+    counts = sleeper(registry).counts
+    with background(registry, mcp_config=str(config)) as server:
+        async with Client(f"{server.url}/toolsets/team/mcp", mode="legacy") as client:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(client.call_tool, "hostile.sleep", {"seconds": 60})
+                await wait_until(lambda: counts.started == 1, "the call running")
+                running = await in_flight(server.url)
+                tasks.cancel_scope.cancel()
+        await wait_until(lambda: counts.cancelled == 1, "the call cancelled")
+        await wait_until(lambda: in_flight_is(server.url, 0), "no call in flight")
+    assert running == 1
 
 
 class Exploding:

@@ -101,10 +101,14 @@ def create_app(
     take_over_stream_draining()
     # One MCP endpoint per toolset of the upstream config (the main toolset is /mcp itself).
     endpoints = (
-        ToolsetEndpoints(bridge.executor, settings, sdk_security, bridge.limits, metrics.answered_direct)
+        ToolsetEndpoints(
+            bridge.executor, settings, sdk_security, bridge.limits, metrics.answered_direct, observed_with=bridge
+        )
         if bridge.upstream_config
         else None
     )
+    if endpoints is not None:
+        metrics.in_flight = lambda: bridge.router.in_flight + endpoints.in_flight
     service = BridgeService(bridge, toolsets=endpoints)
 
     lifespan = functools.partial(

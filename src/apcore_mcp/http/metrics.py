@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from apcore_mcp.catalog import ToolCatalog
     from apcore_mcp.mcp.admission import Refusals
 
-UNKNOWN_TOOL = "_unknown"
 UNMATCHED_ROUTE = "_unmatched"
 CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 REASON_SCOPE_KEY = "apcore_mcp.reject_reason"
@@ -46,7 +45,6 @@ class Metrics:
 
     def __init__(self, catalog: ToolCatalog, router: CallRouter) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._catalog = catalog
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.calls = Counter(
             "apcore_mcp_tool_calls",
@@ -62,7 +60,7 @@ class Metrics:
             registry=self.registry,
         )
         in_flight = Gauge("apcore_mcp_tool_calls_in_flight", "Tool calls running now", registry=self.registry)
-        in_flight.set_function(lambda: router.in_flight)
+        in_flight.set_function(lambda: self.in_flight())
         tools = Gauge("apcore_mcp_registered_tools", "Tools currently served", registry=self.registry)
         tools.set_function(lambda: len(catalog))
         sessions = Gauge(
@@ -76,6 +74,8 @@ class Metrics:
         )
         self.session_count: Callable[[], int] = lambda: 0
         """Set by the app: how many sessions are open now."""
+        self.in_flight: Callable[[], int] = lambda: router.in_flight
+        """How many tool calls are running now (the app adds its toolset endpoints' calls)."""
         self.rejected = Counter(
             "apcore_mcp_rejected_requests",
             "Requests and tool calls refused, by reason (host, origin, bad_request, too_large, media_type, "
@@ -111,9 +111,8 @@ class Metrics:
             router.observers.remove(self.observe_call)
             refusals.observers.remove(self.reject)
 
-    def observe_call(self, name: str, kind: str, seconds: float) -> None:
+    def observe_call(self, tool: str, kind: str, seconds: float) -> None:
         """Count one call: ``kind`` is ``ok``, ``cancelled``, ``input_required`` or the error kind."""
-        tool = name if self._catalog.get(name) is not None else UNKNOWN_TOOL
         children = self._children.get((tool, kind))
         if children is None:
             children = self._children[(tool, kind)] = (

@@ -102,6 +102,8 @@ class ToolsetEndpoints:
         security: TransportSecuritySettings | None = None,
         limits: CallLimits | None = None,
         on_direct: Callable[[str], None] | None = None,
+        *,
+        observed_with: Bridge | None = None,
     ) -> None:
         self._executor = executor
         self._settings = settings
@@ -109,6 +111,8 @@ class ToolsetEndpoints:
         self._limits = limits
         self._on_direct = on_direct
         """Told each method a toolset's direct path answers (the app's metrics, as for /mcp)."""
+        self._observed_with = observed_with
+        """The main endpoint's bridge: whatever observes its calls and refusals observes the toolsets' too."""
         self._endpoints: dict[str, ToolsetEndpoint] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -119,6 +123,11 @@ class ToolsetEndpoints:
     @property
     def names(self) -> list[str]:
         return sorted(self._endpoints)
+
+    @property
+    def in_flight(self) -> int:
+        """Tool calls running now on every toolset endpoint."""
+        return sum(endpoint.bridge.router.in_flight for endpoint in self._endpoints.values())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self._endpoints.get(str(scope.get("path_params", {}).get("name", "")))
@@ -169,6 +178,9 @@ class ToolsetEndpoints:
         selection = ToolsetSelection(self._executor.registry, toolset)
         settings = endpoint_settings(self._settings, self._mode(toolset))
         bridge = Bridge.build(self._executor, settings, include=selection, limits=self._limits)
+        if self._observed_with is not None:  # a toolset's calls are the server's (/metrics, serve()'s collector)
+            bridge.router.observers = self._observed_with.router.observers
+            bridge.parts.admission.observers = self._observed_with.parts.admission.observers
         # The same limits and fixes as /mcp (see http/app.py); no event store, so nothing to resume.
         manager = SessionManager(
             bridge.server,

@@ -22,9 +22,6 @@ logger = logging.getLogger(__name__)
 Hook = Callable[[], object]
 """A callback taking no arguments; when it returns an awaitable (``async def``), that is awaited."""
 
-UNKNOWN_MODULE = "_unknown"
-"""The module id a collector is told for a call of a tool that is not served (bounded label values)."""
-
 
 @runtime_checkable
 class CallMetrics(Protocol):
@@ -91,7 +88,7 @@ class ServeHooks:
     def observe(self, router: CallRouter) -> None:
         """Tell the collector about every call ``router`` runs (nothing is added without one)."""
         if self.metrics_collector is not None:
-            router.observers.append(CollectorFeed(self.metrics_collector, router))
+            router.observers.append(CollectorFeed(self.metrics_collector))
 
 
 NO_HOOKS = ServeHooks()
@@ -107,15 +104,14 @@ class CollectorFeed:
     """A router observer recording each call as ``apcore.MetricsMiddleware`` does.
 
     ``ok`` counts as status ``success``; any other outcome (an error kind, ``cancelled``, a
-    refusal's reason, ``input_required``) as ``error``, with the outcome as its error code.
+    refusal's reason, ``input_required``) as ``error``, with the outcome as its error code. A
+    tool the router does not serve is told as ``calls.UNKNOWN_TOOL`` (bounded label values).
     """
 
-    def __init__(self, collector: CallMetrics, router: CallRouter) -> None:
+    def __init__(self, collector: CallMetrics) -> None:
         self.collector = collector
-        self.router = router
 
-    def __call__(self, name: str, kind: str, seconds: float) -> None:
-        module_id = name if self.router.catalog.get(name) is not None else UNKNOWN_MODULE
+    def __call__(self, module_id: str, kind: str, seconds: float) -> None:
         try:
             if kind == "ok":
                 self.collector.increment_calls(module_id, "success")
