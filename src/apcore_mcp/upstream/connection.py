@@ -27,13 +27,11 @@ rather than risk showing one caller's question to another.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import itertools
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 import anyio
@@ -46,12 +44,12 @@ from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from apcore_mcp.redaction import redact
 from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.eof_watch import EofWatch
 from apcore_mcp.upstream.errors import (
     ConnectionLost,
     SessionLost,
@@ -175,7 +173,7 @@ class Connection:
             with self._scope:
                 async with contextlib.AsyncExitStack() as stack:
                     errlog = stack.enter_context(self._errlog())
-                    transport = _EofWatch(self._open_transport(errlog), self._stop.set)
+                    transport = EofWatch(self._open_transport(errlog), self._stop.set)
                     client = Client(
                         transport,
                         mode="legacy" if self.spec.protocol == "legacy" or self.spec.transport == "sse" else "auto",
@@ -442,68 +440,3 @@ def _kind(exc: BaseException) -> str:
 
 def _file_name(server: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in server) or "server"
-
-
-class _EofWatch:
-    """Wraps a transport so that the end of its read stream (the server went away) is noticed at once."""
-
-    def __init__(self, transport: Transport, on_eof: Callable[[], None]) -> None:
-        self._transport = transport
-        self._on_eof = on_eof
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self._transport.__aenter__()
-        return _WatchedRead(read, self._on_eof), write
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return await self._transport.__aexit__(exc_type, exc, tb)
-
-
-class _Receiver(Protocol):
-    """The read side of a transport's streams, as ``_WatchedRead`` uses it."""
-
-    async def receive(self) -> SessionMessage | Exception: ...
-
-    async def aclose(self) -> None: ...
-
-
-class _WatchedRead:
-    def __init__(self, inner: _Receiver, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    @property
-    def last_context(self) -> contextvars.Context | None:
-        """The sender's context, which the SDK reads from the read stream when it has one."""
-        found = getattr(self._inner, "last_context", None)
-        return found if isinstance(found, contextvars.Context) else None
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            item: SessionMessage | Exception = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-        return item
-
-    def __aiter__(self) -> _WatchedRead:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedRead:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
