@@ -134,3 +134,21 @@ async def test_redis_records_expire_are_bounded_and_fail_closed_without_redis(tm
             async with httpx.AsyncClient(timeout=5) as http:  # the server runs in this event loop
                 ready = (await http.get(f"{url}/ready")).json()
             assert "tasks" in ready["degraded"]["redis"]
+
+
+async def test_concurrent_starts_cannot_pass_a_callers_bound_on_redis(tmp_path: Path) -> None:
+    """Creating a record in Redis awaits the network: starts racing past that await are still counted."""
+    with redis_running(tmp_path / "redis") as redis:
+        bridge = Bridge.build(task_executor(Seen()), Settings(redis_url=redis.url, task_max_count=4))
+        async with running_http(bridge) as url:
+            wire = Wire(url)
+            started = await asyncio.gather(
+                *(wire.call("jobs.steps", {"steps": 100, "delay": 0.05}) for _ in range(6))
+            )
+            created = [reply["result"]["taskId"] for reply in started if "result" in reply]
+            refused = [reply["error"] for reply in started if "error" in reply]
+            assert len(created) == 2  # half of task_max_count, for one caller
+            assert len(refused) == 4 and all("its limit of 2 running tasks" in e["message"] for e in refused)
+            for task_id in created:
+                await wire.rpc("tasks/cancel", {"taskId": task_id})
+

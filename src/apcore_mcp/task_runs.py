@@ -88,7 +88,7 @@ def _no_result(outcome: CallOutcome) -> bool:
 @dataclass
 class _Running:
     call: CallContext
-    owner: str = ""
+    owner: str
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancelled: bool = False
     """Cancelled by ``tasks/cancel`` (not by the service stopping, which fails the task)."""
@@ -103,9 +103,9 @@ class TaskRunner:
         store: TaskStore,
         *,
         ttl: float,
+        max_per_caller: int,
         poll_ms: int = 1000,
         lease: float = LEASE_SECONDS,
-        max_per_caller: int = 500,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.router = router
@@ -116,8 +116,8 @@ class TaskRunner:
         self._clock = clock
         self._group: TaskGroup | None = None
         self.max_per_caller = max_per_caller
+        """Tasks one caller may have running here, so that no caller takes every record."""
         self._running: dict[str, _Running] = {}
-        self._per_owner: dict[str, int] = {}  # tasks running here per owner: one caller cannot take every slot
 
     @property
     def serving(self) -> bool:
@@ -165,7 +165,7 @@ class TaskRunner:
         if group is None:
             raise RuntimeError("tasks run only while the bridge is served")
         owner = owner_key(call.caller)
-        if self._per_owner.get(owner, 0) >= self.max_per_caller:
+        if sum(running.owner == owner for running in self._running.values()) >= self.max_per_caller:
             limit = self.max_per_caller
             raise TaskStoreFull(f"this caller has reached its limit of {limit} running tasks; try again later")
         now = self._clock()
@@ -179,13 +179,15 @@ class TaskRunner:
             updated_at=now,
             lease_until=now + self.lease if self.store.shared else None,
         )
-        await self.store.create(record)
-        running = _Running(call, owner)
+        running = self._running[record.task_id] = _Running(call, owner)  # counted before the store's await
+        try:
+            await self.store.create(record)
+        except BaseException:
+            del self._running[record.task_id]
+            raise
         call.peer = TaskPeer(call.era, lambda p, t, m: self._progress(record.task_id, p, t, m))
         call.meta = {}  # the request's progress token is the request's, not the task's
         call.release = None
-        self._running[record.task_id] = running
-        self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
         group.start_soon(self._work, record.task_id, tool, arguments, running)
         return record
 
@@ -232,9 +234,6 @@ class TaskRunner:
             outcome = None
         finally:
             self._running.pop(task_id, None)
-            left = self._per_owner.pop(running.owner, 1) - 1
-            if left:
-                self._per_owner[running.owner] = left
             if running.cancelled:
                 status, outcome = "cancelled", None
             with anyio.CancelScope(shield=True):  # also when the service stops: the record says so
