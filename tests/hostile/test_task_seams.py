@@ -8,7 +8,8 @@
 - An approval-gated module run as a task is refused, even for a client that would say yes:
   a task cannot ask (no auto-confirmation in the background).
 - The memory store is bounded in bytes and in count, and one caller may have half of the count
-  running; a result too large to keep fails its task.
+  running (with authentication, each principal, even at one address); a result too large to keep
+  fails its task.
 - Cancelling a finished task changes nothing; a task is gone after its TTL, and a client
   cannot ask to keep it longer than ``task_ttl``.
 """
@@ -86,6 +87,20 @@ async def test_a_caller_who_lost_the_scope_no_longer_sees_the_task() -> None:
         # Nor can the narrow key start one: refused as any call of the tool is.
         refused = await Wire(url, headers=bearer(ALICE_NARROW)).call("jobs.steps", {"steps": 1, "delay": 0})
         assert "taskId" not in refused.get("result", {})
+
+
+async def test_callers_at_one_address_each_have_their_own_bound_of_running_tasks() -> None:
+    """With authentication the bound is the principal's: alice at her limit does not lock out bob beside her."""
+    keys = (api_key_entry(ALICE, "alice", scopes="jobs"), api_key_entry(BOB, "bob", scopes="jobs"))
+    async with served(Seen(), auth="api-key", auth_api_keys=keys, task_max_count=2) as (_bridge, url):
+        alice, bob = Wire(url, headers=bearer(ALICE)), Wire(url, headers=bearer(BOB))  # both from 127.0.0.1
+        mine = (await alice.call("jobs.steps", {"steps": 100, "delay": 0.05}))["result"]
+        again = await alice.call("jobs.steps", {"steps": 1, "delay": 0})
+        assert "its limit of 1 running tasks" in again["error"]["message"]
+        theirs = (await bob.call("jobs.steps", {"steps": 100, "delay": 0.05}))["result"]
+        assert "taskId" in theirs
+        await alice.rpc("tasks/cancel", {"taskId": mine["taskId"]})
+        await bob.rpc("tasks/cancel", {"taskId": theirs["taskId"]})
 
 
 async def test_approval_as_a_task_fails_closed_even_for_a_willing_client() -> None:
