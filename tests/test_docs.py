@@ -41,6 +41,7 @@ from apcore_mcp.testing import RunningServer, command_server, start_server
 from apcore_mcp.upstream.config import parse_config
 
 from tests._support.browser import launched_browser
+from tests._support.node import SDK_VERSION, run_ts_client
 from tests._support.results import text_of
 from tests._support.upstreams import stdio_entry
 
@@ -53,6 +54,7 @@ COMMENT = re.compile(r"^\s*<!--\s*(?P<text>.*?)\s*-->\s*$")
 RUN_HERE = {
     "quickstart",
     "first-client",
+    "protocol-era",
     "serving-http",
     "metrics-curl",
     "openai-curl",
@@ -400,6 +402,28 @@ def test_the_first_client_lists_and_calls(quickstart: RunningServer) -> None:
     names, structured = done.stdout.splitlines()[:2]
     assert "'text.stats'" in names
     assert "'words': 5" in structured
+
+
+def test_the_protocol_era_example_prints_what_its_comments_say(quickstart: RunningServer) -> None:
+    block = one("protocol-era", "python")
+    code = block.body.replace("http://127.0.0.1:8000/mcp", mcp_url(quickstart))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    said = [line.strip().removeprefix("# ") for line in block.body.splitlines() if line.strip().startswith("# ")]
+    assert done.stdout.splitlines() == said == ["legacy 2025-11-25 3", "auto 2026-07-28 3"]
+
+
+@pytest.mark.interop
+def test_the_typescript_sdk_gets_the_era_the_quick_start_says(quickstart: RunningServer) -> None:
+    page = " ".join((DOCS / "quickstart.md").read_text().split())
+    said = re.search(
+        r"TypeScript SDK \(1\.x; our tests run ([\d.]+)\) always sends `initialize` and gets ([\d-]+)", page
+    )
+    assert said is not None
+    run = run_ts_client(quickstart, "--list")
+    assert run.returncode == 0, run
+    assert run.report["protocolVersion"] == said.group(2), run
+    assert said.group(1) == SDK_VERSION
 
 
 async def test_the_metrics_command_finds_the_calls(quickstart: RunningServer) -> None:
