@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -207,6 +208,18 @@ def test_the_readme_is_short_and_its_set_up_commands_are_the_two_documented_ones
     assert commands == README_SET_UP
     quickstart = [block.body.strip() for block in marked("quickstart") if block.page != README]
     assert README_SET_UP[0] in quickstart  # the docs' quick start is the README's, word for word
+
+
+def test_the_readme_installs_the_extra_its_mkdocs_commands_need() -> None:
+    text = " ".join(README.read_text().split())
+    install = re.search(r'`\.venv/bin/pip install -c constraints\.txt "\.\[(\w+)\]"`', text)
+    assert install is not None, "the README says how to install MkDocs"
+    assert install.start() < text.index("`.venv/bin/mkdocs build`")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    wanted = {re.split(r"[<>=\[;]", requirement)[0].strip() for requirement in extras[install.group(1)]}
+    assert {"mkdocs", "mkdocs-material"} <= wanted  # the theme of mkdocs.yml too
+    pinned = (REPO / "constraints.txt").read_text().split()
+    assert any(line.startswith("mkdocs==") for line in pinned)
 
 
 # -- generated tables -----------------------------------------------------------------------------
