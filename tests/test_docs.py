@@ -59,6 +59,7 @@ RUN_HERE = {
     "serving-http",
     "metrics-curl",
     "openai-curl",
+    "openai-agents",
     "embedding",
     "upstream-cli",
     "request-state-keys",
@@ -455,6 +456,18 @@ def test_the_openai_tools_command_answers(quickstart: RunningServer) -> None:
         tools = json.loads(get(block.body.strip(), quickstart))
         assert {tool["function"]["name"] for tool in tools} == {"text-stats", "geo-distance"}  # the tag public
         assert all(tool["function"]["strict"] for tool in tools)
+
+
+def test_the_agents_sdk_example_lists_strict_tools_and_calls_one(quickstart: RunningServer) -> None:
+    block = one("openai-agents", "python")
+    code = block.body.replace("http://127.0.0.1:8000/mcp", mcp_url(quickstart))
+    env = {key: value for key, value in clean_env().items() if not key.startswith("OPENAI_")}  # no key, no model
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr
+    listed, words = done.stdout.splitlines()
+    names = ["files.purge", "geo.distance", "reports.chart", "tasks.schedule", "text.stats"]
+    assert listed == repr([(name, True) for name in names])  # every example module, strict
+    assert words == "5"
 
 
 def test_the_serving_page_http_command_serves(tmp_path: Path) -> None:
