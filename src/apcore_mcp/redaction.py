@@ -14,15 +14,21 @@ logs whole messages at DEBUG (a ``requestState`` included), exception texts quot
 ``RedactedLogs()`` installs a ``LogRedaction`` filter on every logger and handler that exist
 (on loggers, so that handlers added later get masked records; on handlers, so that records of
 loggers created later are masked) and removes it on exit; the app's lifespan runs inside it, whichever way the
-service is started. Values the upstream config took from the environment (``${VAR}``) are
-masked by ``upstream.expand``'s own filter.
+service is started.
+
+Values the upstream config took from the environment (``${VAR}``) are known only to it, and an
+upstream can echo one back in anything a third-party library logs (``sse_starlette`` writes each
+event it streams at DEBUG). ``mask_every_record`` applies such a filter where every record is
+made (``logging.setLogRecordFactory``): whatever logger, level or handler, whoever added the
+handler and when.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from urllib.parse import unquote
 
 MASK = "***"
@@ -85,7 +91,7 @@ class LogRedaction(logging.Filter):
         # and the lifespan's ``RedactedLogs`` are both entered): mask it once, as the scan is costly.
         if getattr(record, _MASKED, False):
             return True
-        _redact_message(record)
+        mask_message(record, redact)
         if record.exc_info and record.exc_info[1] is not None:
             record.exc_text = redact(record.exc_text or _FORMATTER.formatException(record.exc_info))
         elif record.exc_text:
@@ -101,33 +107,35 @@ _MASKED = "apcore_mcp_masked"
 """The attribute marking a record already masked (a ~1 MB DEBUG dump takes ~90 ms a pass)."""
 
 
-def _redact_message(record: logging.LogRecord) -> None:
+def mask_message(record: logging.LogRecord, mask: Callable[[str], str]) -> None:
+    """``record``'s message with ``mask`` applied: its arguments one by one when that is enough
+    (a formatter may unpack them), else the rendered message in their place."""
     try:
         message = record.getMessage()
     except (TypeError, ValueError):  # a malformed call: logging reports it, with what we leave
-        record.msg, record.args = redact(str(record.msg)), None
+        record.msg, record.args = mask(str(record.msg)), None
         return
-    if redact(message) == message:
+    if mask(message) == message:
         return
-    args = _redacted_args(record.args)
+    args = _masked_args(record.args, mask)
     if args is not None:
         original = record.args
         record.args = args
         try:
             rendered = record.getMessage()
-            if redact(rendered) == rendered:
+            if mask(rendered) == rendered:
                 return
         except (TypeError, ValueError):
             pass
         record.args = original
-    record.msg, record.args = redact(message), None
+    record.msg, record.args = mask(message), None
 
 
-def _redacted_args(args: object) -> tuple[object, ...] | dict[str, object] | None:
+def _masked_args(args: object, mask: Callable[[str], str]) -> tuple[object, ...] | dict[str, object] | None:
     if isinstance(args, tuple):
-        return tuple(redact(arg) if isinstance(arg, str) else arg for arg in args)
+        return tuple(mask(arg) if isinstance(arg, str) else arg for arg in args)
     if isinstance(args, Mapping):
-        return {key: redact(value) if isinstance(value, str) else value for key, value in args.items()}
+        return {key: mask(value) if isinstance(value, str) else value for key, value in args.items()}
     return None
 
 
@@ -166,3 +174,62 @@ class RedactedLogs:
 def _existing_loggers() -> list[logging.Logger]:
     manager = logging.Logger.manager
     return [logger for logger in list(manager.loggerDict.values()) if isinstance(logger, logging.Logger)]
+
+
+# -- at the making of every record -----------------------------------------------------------------
+
+
+class _RecordMasks:
+    """The filters every new record goes through, in a record factory wrapped around the one before.
+
+    Filters on loggers see only records made on that very logger, and filters on handlers only
+    the handlers that existed when they were attached; the record factory sees every record, and
+    only those a logger is enabled for. With no filter it only calls the factory it wraps.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._filters: tuple[logging.Filter, ...] = ()
+        self._wrapped: Callable[..., logging.LogRecord] | None = None
+
+    def add(self, flt: logging.Filter) -> None:
+        with self._lock:
+            if self._wrapped is None:
+                self._wrapped = logging.getLogRecordFactory()
+                logging.setLogRecordFactory(self._make)
+            self._filters = (*self._filters, flt)
+
+    def remove(self, flt: logging.Filter) -> None:
+        with self._lock:
+            self._filters = tuple(known for known in self._filters if known is not flt)
+            # Unwrapped only if no one wrapped ours since; otherwise it stays, passing records through.
+            if not self._filters and self._wrapped is not None and logging.getLogRecordFactory() == self._make:
+                logging.setLogRecordFactory(self._wrapped)
+                self._wrapped = None
+
+    def _make(self, *args: object, **kwargs: object) -> logging.LogRecord:
+        wrapped: Callable[..., logging.LogRecord] = self._wrapped or logging.LogRecord
+        record = wrapped(*args, **kwargs)
+        for flt in self._filters:
+            try:
+                flt.filter(record)
+            except Exception:  # noqa: BLE001 - an edge: a message that cannot be rendered cannot be checked
+                # Withheld rather than raised into the logging call (logging itself would print its arguments).
+                record.msg, record.args = "(a log message that could not be rendered, withheld)", None
+        return record
+
+
+_RECORD_MASKS = _RecordMasks()
+"""Process-wide, as the record factory it installs is."""
+
+
+def mask_every_record(flt: logging.Filter) -> None:
+    """Apply ``flt`` to every log record made from now on, until ``stop_masking(flt)``.
+
+    ``flt`` must only change a record (its return value is not a verdict: nothing is dropped).
+    """
+    _RECORD_MASKS.add(flt)
+
+
+def stop_masking(flt: logging.Filter) -> None:
+    _RECORD_MASKS.remove(flt)

@@ -11,19 +11,22 @@ those requests were logged (masked), not that nothing was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
+from apcore import Registry
 
 from tests._support.auth import api_key_entry
-from tests._support.hostile import ACCEPT, INIT, modern_headers, tool_call
+from tests._support.hostile import ACCEPT, INIT, modern_headers, serving, tool_call
 from tests._support.services import STYLES, TOOL, service
+from tests._support.sessions import Inbox, call_text, open_session
 
 GOOD_KEY = "good-api-key-7f3c9e1a5b2d4c6e8f0a"
 BAD_TOKEN = "bad-bearer-token-2b4d6f8a0c1e3g5h"
@@ -189,3 +192,104 @@ def test_a_record_is_masked_once_however_many_filters_it_meets(monkeypatch: pyte
     assert all(redaction.LogRedaction().filter(record) for _ in range(3))
     assert len(scans) == first  # no second scan (a 1 MB DEBUG dump takes ~90 ms a scan)
     assert record.getMessage() == "Received api_key=***"
+
+
+# -- an upstream's own secret, echoed back, in every record of every logger -------------------------
+
+OWN_SECRET = "upstream-own-secret-5t6y7u8i9o0p"
+TELLER = """
+import os, anyio, mcp.types as t
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+async def tools(ctx, params):
+    return t.ListToolsResult(tools=[t.Tool(name="tell", description="Its own secret", input_schema={"type": "object"})])
+async def call(ctx, params):
+    return t.CallToolResult(content=[t.TextContent(text="mine: " + os.environ["TELLER_SECRET"])])
+async def main():
+    server = Server("teller", on_list_tools=tools, on_call_tool=call)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+anyio.run(main)
+"""
+"""A stdio upstream (a real MCP server) whose one tool answers with the secret its config gave it."""
+
+
+class _Every(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.rendered: list[str] = []
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        self.rendered.append(self.format(record))
+
+
+@contextlib.contextmanager
+def every_record() -> Iterator[_Every]:
+    """Every record of every logger at DEBUG (whatever their own levels and propagation) while inside."""
+    handler = _Every()
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
+    saved = [(logger, logger.level) for logger in loggers]
+    apart = [logger for logger in loggers if not logger.propagate]  # their records never reach the root
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+    for logger in [logging.getLogger(), *apart]:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in [logging.getLogger(), *apart]:
+            logger.removeHandler(handler)
+        for logger, level in saved:
+            logger.setLevel(level)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_an_upstream_echoing_its_own_secret_leaves_it_in_no_record(
+    transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "mcp.json"
+    teller = {"command": sys.executable, "args": ["-c", TELLER], "env": {"TELLER_SECRET": "${UP_OWN_SECRET}"}}
+    config.write_text(json.dumps({"mcpServers": {"teller": teller}}))
+    monkeypatch.setenv("UP_OWN_SECRET", OWN_SECRET)
+    with every_record() as seen:
+        async with serving(Registry(), mcp_config=str(config)) as (url, _bridge):
+            async with open_session(transport, url, Inbox()) as client:
+                text, is_error = await call_text(client, "teller.tell")
+    assert (text, is_error) == (f"mine: {OWN_SECRET}", False)  # the caller gets it: only logs are masked
+    leaked = [f"{record.name}: {record.getMessage()}" for record in seen.records if OWN_SECRET in record.getMessage()]
+    leaked += [line for line in seen.rendered if OWN_SECRET in line]
+    assert not leaked, "\n".join(leaked)
+    chunks = [record.getMessage() for record in seen.records if record.name == "sse_starlette.sse"]
+    assert any("mine: ***" in chunk for chunk in chunks), chunks  # the answer's chunk was logged, masked
+
+
+def test_every_record_is_masked_whoever_logs_it_and_however_it_spells_the_secret() -> None:
+    from apcore_mcp.upstream.expand import Redactor, install_filter, remove_filter
+
+    secret = 'sq"uote\\d-é-4r5t'
+    flt = install_filter(Redactor([secret]))
+    try:
+        # a logger and a handler that did not exist when masking began, and no filter on either
+        late = logging.getLogger(f"late.third_party.{id(flt)}")
+        late.propagate = False
+        with every_record() as seen:
+            late.addHandler(seen)
+            late.debug("as is %s", secret)
+            late.debug("chunk: %s", json.dumps({"text": secret}).encode())  # a JSON event's bytes, as streamed
+            late.debug("chunk: %r", json.dumps({"text": secret}, ensure_ascii=False))
+            late.debug("%s:%s", "kept", 5)
+            late.removeHandler(seen)
+    finally:
+        remove_filter(flt)
+    assert len(seen.rendered) == 4 and seen.rendered[-1].endswith("kept:5")
+    for line in seen.rendered:
+        assert "uote" not in line, line
+    assert seen.records[-1].args == ("kept", 5)  # nothing to mask: the arguments stay for the formatter
+    after = logging.getLogRecordFactory()("x", logging.DEBUG, __file__, 1, "%s", (secret,), None)
+    assert after.getMessage() == secret  # masking ended with remove_filter

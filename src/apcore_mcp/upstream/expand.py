@@ -3,16 +3,21 @@
 Expansion runs on values after JSON parsing, never on the raw file text, so a quote or a
 backslash in a secret cannot change the document's structure. ``$VAR`` without braces is
 left alone (as Claude Code does). Every value taken from the environment is remembered by a
-``Redactor``, which replaces it with ``***`` in any text about to be logged or shown.
+``Redactor``, which replaces it with ``***`` in any text about to be logged or shown, however the
+text spells it (as is, escaped in JSON, inside a ``repr``: an upstream's answer reaches the logs
+in all three).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from apcore_mcp.redaction import mask_every_record, mask_message, stop_masking
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "***"
@@ -60,16 +65,20 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._secrets: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
         with self._lock:
             known = set(self._secrets) | {value for value in secrets if len(value) >= MIN_SECRET_LENGTH}
-            # Longest first: a secret containing another is masked whole.
-            self._secrets = tuple(sorted(known, key=len, reverse=True))
+            self._secrets = tuple(sorted(known))
+            forms = {form for secret in known for form in spellings(secret)}
+            # One pass for any number of secrets; longest first, so a secret containing another is masked whole.
+            ordered = sorted(forms, key=len, reverse=True)
+            self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     def __bool__(self) -> bool:
-        return bool(self._secrets)
+        return self._pattern is not None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -77,14 +86,21 @@ class Redactor:
         return self._secrets
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
+        pattern = self._pattern
+        return pattern.sub(MASK, text) if pattern is not None else text
+
+
+def spellings(secret: str) -> set[str]:
+    """The ways a log line may spell ``secret``: as is, escaped in JSON, inside the ``repr`` of a str or bytes."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    return forms | {repr(form)[1:-1] for form in forms} | {repr(form.encode())[2:-1] for form in forms}
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that masks secrets in a record's rendered message (and drops its args)."""
+    """A logging filter that masks secrets in a record's message (arguments kept when masking them is enough).
+
+    A traceback whose text holds a secret is left out, the record saying so: its exception type stays.
+    """
 
     def __init__(self, redactor: Redactor) -> None:
         super().__init__()
@@ -93,41 +109,31 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not self.redactor:
             return True
-        message = record.getMessage()
-        cleaned = self.redactor.redact(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
+        mask_message(record, self.redactor.redact)
         if record.exc_info and record.exc_info[1] is not None:
-            text = str(record.exc_info[1])
+            text = record.exc_text or _FORMATTER.formatException(record.exc_info)
             if self.redactor.redact(text) != text:
-                # The traceback would print the secret; keep the fact, drop the text.
                 record.msg = f"{record.msg} ({type(record.exc_info[1]).__name__}, details redacted)"
                 record.exc_info = None
                 record.exc_text = None
+        if record.stack_info:
+            record.stack_info = self.redactor.redact(record.stack_info)
         return True
 
 
-# Loggers that can see upstream URLs, headers or messages: ours, the SDK client's, its HTTP stack.
-WATCHED_LOGGER_PREFIXES = ("apcore_mcp", "mcp", "httpx", "httpcore", "httpx2", "httpcore2", "uvicorn", "apcore")
+_FORMATTER = logging.Formatter()
 
 
 def install_filter(redactor: Redactor) -> RedactingFilter:
-    """Attach one ``RedactingFilter`` to every existing logger under ``WATCHED_LOGGER_PREFIXES``.
+    """Mask ``redactor``'s secrets in every log record made from now on, of any logger at any level.
 
-    A logger's filters only see records created on that very logger, so the filter is attached
-    to each one by name; loggers are module-level and exist once their module is imported.
+    Applied where records are made (``redaction.mask_every_record``), not per logger: an upstream
+    can echo a secret into whatever a third-party library logs. Undone by ``remove_filter``.
     """
     flt = RedactingFilter(redactor)
-    for name in _watched_names():
-        logging.getLogger(name).addFilter(flt)
+    mask_every_record(flt)
     return flt
 
 
 def remove_filter(flt: RedactingFilter) -> None:
-    for name in _watched_names():
-        logging.getLogger(name).removeFilter(flt)
-
-
-def _watched_names() -> list[str]:
-    names = [name for name in logging.root.manager.loggerDict if name.split(".")[0] in WATCHED_LOGGER_PREFIXES]
-    return sorted({*names, *WATCHED_LOGGER_PREFIXES})
+    stop_masking(flt)
