@@ -11,11 +11,10 @@ those requests were logged (masked), not that nothing was.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -25,6 +24,7 @@ from apcore import Registry
 
 from tests._support.auth import api_key_entry
 from tests._support.hostile import ACCEPT, INIT, modern_headers, serving, tool_call
+from tests._support.log_capture import every_record
 from tests._support.services import STYLES, TOOL, service
 from tests._support.sessions import Inbox, call_text, open_session
 
@@ -212,41 +212,6 @@ async def main():
 anyio.run(main)
 """
 """A stdio upstream (a real MCP server) whose one tool answers with the secret its config gave it."""
-
-
-class _Every(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-        self.rendered: list[str] = []
-        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        self.rendered.append(self.format(record))
-
-
-@contextlib.contextmanager
-def every_record() -> Iterator[_Every]:
-    """Every record of every logger at DEBUG (whatever their own levels and propagation) while inside."""
-    handler = _Every()
-    loggers = [
-        logging.getLogger(),
-        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
-    ]
-    saved = [(logger, logger.level) for logger in loggers]
-    apart = [logger for logger in loggers if not logger.propagate]  # their records never reach the root
-    for logger in loggers:
-        logger.setLevel(logging.DEBUG)
-    for logger in [logging.getLogger(), *apart]:
-        logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        for logger in [logging.getLogger(), *apart]:
-            logger.removeHandler(handler)
-        for logger, level in saved:
-            logger.setLevel(level)
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])

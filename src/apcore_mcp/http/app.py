@@ -42,7 +42,7 @@ from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
-from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
+from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseEndpoint
 from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, functions_from_records, select_records
@@ -124,7 +124,7 @@ def create_app(
     routes: list[BaseRoute] = [
         Route(MCP_PATH, endpoint=mcp),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
-        Mount(MESSAGES_PATH, app=sse.handle_post_message),
+        Mount(MESSAGES_PATH, app=MessagesEndpoint(sse, max_bytes=settings.max_body_bytes)),
         *service_routes(service, metrics),
         *(endpoints.routes if endpoints is not None else []),
     ]
