@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from apcore import Registry
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from tests._support.interactive import Media
 from tests._support.modules import Echo
@@ -98,6 +98,52 @@ class Login:
         return {"user": received["user"]}
 
 
+class Creds(BaseModel):
+    user: str
+    password: SecretStr  # writeOnly and format password
+
+
+class ApiKey(BaseModel):
+    label: str
+    key: str = Field(json_schema_extra={"format": "password"})
+
+
+class TokenAuth(BaseModel):
+    kind: Literal["token"]
+    token: SecretStr
+
+
+class BasicAuth(BaseModel):
+    kind: Literal["basic"]
+    user: str
+    password: SecretStr
+
+
+class VaultIn(BaseModel):
+    # A declared dialect keeps the schema as written ($defs and $ref), so the page meets the references.
+    model_config = ConfigDict(json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"})
+
+    name: str
+    creds: Creds
+    keys: list[ApiKey] = []
+    backup: Creds | None = None
+    auth: TokenAuth | BasicAuth = Field(discriminator="kind")
+    extra: dict[str, str] = Field(
+        default_factory=dict,
+        json_schema_extra={"allOf": [{"properties": {"pin": {"type": "string", "writeOnly": True}}}]},
+    )
+
+
+class Vault:
+    description = "Has secrets nested at every depth: none of them is kept in the URL or the browser's storage"
+    input_schema = VaultIn
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        received = _plain(dict(inputs))
+        RECEIVED.append(("forms.vault", received))
+        return {"name": received["name"]}
+
+
 class TicketIn(BaseModel):
     title: str = Field(min_length=1)
     kind: Literal["bug", "idea"]
@@ -134,6 +180,7 @@ def form_registry() -> Registry:
     registry = Registry()
     registry.register("forms.order", Order())
     registry.register("forms.login", Login())
+    registry.register("forms.vault", Vault())
     registry.register("forms.ticket", Ticket())
     registry.register("forms.routed", Routed())
     registry.register("demo.echo", Echo())

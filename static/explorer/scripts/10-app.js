@@ -20,6 +20,12 @@ function el(tag, props, ...children) {
   return node;
 }
 
+/* node.replaceChildren(...parts) without the parts that are missing (null, undefined, false):
+   replaceChildren itself would show a null part as the text "null". */
+function setContent(node, ...parts) {
+  node.replaceChildren(...parts.flat().filter((part) => part !== null && part !== undefined && part !== false));
+}
+
 function authHeaders(headers) {
   if (state.token) headers.Authorization = "Bearer " + state.token.trim();
   return headers;
@@ -163,7 +169,7 @@ function renderDetail(tool) {
   ];
   if (tool.documentation) {
     parts.push(el("details", { class: "block", open: true }, el("summary", { text: "Documentation" }),
-      el("div", {}, el("pre", { class: "doc", text: tool.documentation }))));
+      el("div", {}, markdownView(tool.documentation))));  // 12-markdown.js: text nodes only, no HTML
   }
   parts.push(el("details", { class: "block" }, el("summary", { text: "Input schema" }), el("div", {}, jsonView(tool.inputSchema))));
   parts.push(el("details", { class: "block" }, el("summary", { text: "Output schema" }),
@@ -171,7 +177,7 @@ function renderDetail(tool) {
   parts.push(runCard(tool));
   closeView();  // a view belongs to the tool shown (35-views.js)
   if (tool.view) parts.push(viewCard(tool));
-  main.replaceChildren(...parts.filter(Boolean)); // a missing part is null, which would show as "null"
+  setContent(main, parts);
 }
 
 /* ---------- the page's own confirmation of a destructive call (the call card is in 30-call.js) ---------- */

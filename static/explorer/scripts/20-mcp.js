@@ -142,14 +142,21 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
       throw error.name === "AbortError" ? error : mcpError("Network error: " + error.message, { httpStatus: 0 });
     }
     const type = (response.headers.get("content-type") || "").toLowerCase();
-    log(opts, { dir: "in", kind: "http", status: response.status, note: "HTTP " + response.status + (type ? " · " + type.split(";")[0] : "") });
+    // ``answers`` names the request this status belongs to; a notification's or a response's POST is only
+    // acknowledged (202), which says nothing of how the call it was sent during went.
+    log(opts, { dir: "in", kind: "http", status: response.status, answers: isRequest ? message.method : null,
+      note: "HTTP " + response.status + (type ? " · " + type.split(";")[0] : "") });
     if (message.method === "initialize" && response.headers.get("mcp-session-id")) sessionId = response.headers.get("mcp-session-id");
-    if (!isRequest || response.status === 202) {
+    if (!isRequest) {
       if (response.status >= 400) {
         const text = await response.text().catch(() => "");
         throw mcpError("HTTP " + response.status + (text ? ": " + text.slice(0, 300) : ""), { httpStatus: response.status });
       }
       return { reply: null, status: response.status };
+    }
+    if (response.status === 202) {
+      // 202 acknowledges a notification or a response; a request is answered with a body, never with this.
+      throw mcpError("The server acknowledged the request (HTTP 202) but sent no response", { httpStatus: 202 });
     }
     let reply = null;
     const seen = (msg) => {
@@ -181,7 +188,7 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
         }
         // Handshake era: a stream the server closed before answering is resumed from its last event.
         if (reply || modern || !sessionId || !last.id || resumes >= 5) break;
-        stream = await resume(last, opts);
+        stream = await resume(last, opts, message.method);
       }
     } else {
       const text = await response.text();
@@ -202,7 +209,7 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
   }
 
   /* GET with Last-Event-ID, after the delay the server asked for (bounded). */
-  async function resume(last, opts) {
+  async function resume(last, opts, method) {
     const wait = Math.min(last.retry === null ? 500 : last.retry, 5000);
     log(opts, { dir: "note", kind: "note", note: "the server closed the stream; resuming after event " + last.id + " in " + wait + " ms" });
     await new Promise((done) => setTimeout(done, wait));
@@ -211,7 +218,7 @@ function createMcpClient({ endpoint, era, headers, onTraffic, logLevel }) {
     delete h["Content-Type"];
     log(opts, { dir: "out", kind: "http", note: "GET Last-Event-ID: " + last.id });
     const response = await fetch(endpoint, { method: "GET", headers: h, cache: "no-store", signal: opts.signal });
-    log(opts, { dir: "in", kind: "http", status: response.status, note: "HTTP " + response.status });
+    log(opts, { dir: "in", kind: "http", status: response.status, answers: method, note: "HTTP " + response.status });
     const type = (response.headers.get("content-type") || "").toLowerCase();
     if (!response.ok || !type.startsWith("text/event-stream") || !response.body) {
       const text = await response.text().catch(() => "");

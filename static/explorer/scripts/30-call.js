@@ -159,7 +159,9 @@ function runCard(tool) {
       const headers = { ...mcpParamHeaders(schema, args), ...(withConfirm ? { "X-Apcore-Confirm": tool.name } : {}) };
       return client.request("tools/call", { name: tool.name, arguments: args, _meta: { progressToken } }, {
         signal: controller.signal, headers,
-        onTraffic: (entry) => { if (entry.kind === "http" && entry.status) httpStatus = entry.status; onTraffic(entry); },
+        // The status of the last request's exchange (tools/call, or the handshake that failed before it), never
+        // the 202 that acknowledged an answer or a notification the page posted meanwhile.
+        onTraffic: (entry) => { if (entry.kind === "http" && entry.status && entry.answers) httpStatus = entry.status; onTraffic(entry); },
         onNotification: (msg) => {
           const p = msg.params || {};
           if (msg.method === "notifications/progress" && p.progressToken === progressToken) {

@@ -120,7 +120,7 @@ function openResource(resource) {
   const out = el("div", { class: "result", id: "read-result", "aria-live": "polite" });
   const read = el("button", { type: "button", class: "primary", id: "read-resource", text: "Read",
     onclick: () => readInto(out, resource.uri) });
-  $("detail").replaceChildren(...resourceHead(resource.name || resource.uri, resource.uri, resource.description, resource.mimeType),
+  setContent($("detail"), ...resourceHead(resource.name || resource.uri, resource.uri, resource.description, resource.mimeType),
     el("section", { class: "card" }, el("div", { class: "actions" }, read), out));
   read.focus();
 }
@@ -212,7 +212,7 @@ function openTemplate(template) {
     }
     readInto(out, expandTemplate(template.uriTemplate, form.values()));
   });
-  $("detail").replaceChildren(...resourceHead(template.name || template.uriTemplate, template.uriTemplate, template.description,
+  setContent($("detail"), ...resourceHead(template.name || template.uriTemplate, template.uriTemplate, template.description,
     template.mimeType), body);
   const first = body.querySelector("input");
   if (first) first.focus();
@@ -288,7 +288,7 @@ function openPrompt(prompt) {
       out.append(protocolDetails(traffic));
     }
   });
-  $("detail").replaceChildren(el("h2", { text: prompt.name }), prompt.description ? el("p", { class: "desc", text: prompt.description }) : null, body);
+  setContent($("detail"), el("h2", { text: prompt.name }), prompt.description ? el("p", { class: "desc", text: prompt.description }) : null, body);
   const first = body.querySelector("input");
   if (first) first.focus();
 }
@@ -306,7 +306,7 @@ async function showServer(seq) {
     ["Era", client.era === MCP_MODERN ? "stateless (no session)" : "session " + (client.sessionId() || "")],
     ["Endpoint", client.endpoint]].filter(([, v]) => v);
   const upstreams = ready && ready.upstreams;
-  $("detail").replaceChildren(el("h2", { text: info.title || info.name || "Server" }),
+  setContent($("detail"), el("h2", { text: info.title || info.name || "Server" }),
     el("section", { class: "card", id: "server-info" }, el("h3", { text: "Server" }),
       el("dl", { class: "facts" }, rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]))),
     client.instructions ? el("section", { class: "card" }, el("h3", { text: "Instructions" }), el("p", { class: "desc", text: client.instructions })) : null,

@@ -16,17 +16,94 @@ function storeWrite(key, value) {
 }
 const isObject = (v) => Boolean(v) && typeof v === "object" && !Array.isArray(v);
 
-/* Top-level arguments a schema marks as secret (writeOnly, format password) are never kept. */
-function withoutSecrets(toolName, args) {
-  const tool = state.details.get(toolName);
-  const props = (tool && tool.inputSchema && tool.inputSchema.properties) || {};
-  const out = {};
-  for (const [key, value] of Object.entries(args || {})) {
-    const s = props[key] || {};
-    if (s.writeOnly || s.format === "password") continue;
-    out[key] = value;
+/* ---------- secrets: what the schema marks secret (writeOnly, format password) is never kept ----------
+   At every depth: nested objects, array items (and tuple items), $ref'd definitions and every branch of
+   anyOf / oneOf / allOf. A value is dropped when any schema it could be matched against marks it secret,
+   so a union whose branches disagree errs on the side of not keeping it. Only what is stored or put in a
+   link goes through here; the call itself sends the arguments as they are. */
+const SECRET_DEPTH = 32;
+
+/* A local JSON pointer ("#", "#/$defs/Creds", "#/definitions/a~1b") inside the tool's schema. */
+function schemaAt(root, ref) {
+  if (typeof ref !== "string" || !ref.startsWith("#")) return undefined;
+  let node = root;
+  for (const raw of ref.slice(1).split("/").slice(1)) {
+    let part;
+    try { part = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~"); } catch (e) { return undefined; }
+    if (!node || typeof node !== "object" || !(part in node)) return undefined;
+    node = node[part];
+  }
+  return node;
+}
+
+/* Every schema a value under ``schema`` is checked against: the schema itself, its $ref target and
+   the branches of its anyOf / oneOf / allOf, followed (bounded) as far as they go. */
+function schemaBranches(schema, root) {
+  const out = [], seen = new Set();
+  (function walk(s, hops) {
+    if (!s || typeof s !== "object" || Array.isArray(s) || seen.has(s) || hops > SECRET_DEPTH) return;
+    seen.add(s);
+    out.push(s);
+    if (typeof s.$ref === "string") walk(schemaAt(root, s.$ref), hops + 1);
+    for (const key of ["anyOf", "oneOf", "allOf"]) if (Array.isArray(s[key])) s[key].forEach((b) => walk(b, hops + 1));
+  })(schema, 0);
+  return out;
+}
+
+const marksSecret = (s) => s.writeOnly === true || s.format === "password";
+
+/* The schemas that apply to the member ``key`` of an object checked against ``schemas``. */
+function memberSchemas(schemas, key) {
+  const out = [];
+  for (const s of schemas) {
+    let named = false;
+    if (isObject(s.properties) && Object.prototype.hasOwnProperty.call(s.properties, key)) { out.push(s.properties[key]); named = true; }
+    for (const [pattern, sub] of Object.entries(isObject(s.patternProperties) ? s.patternProperties : {})) {
+      let re = null;
+      try { re = new RegExp(pattern, "u"); } catch (e) { re = null; }
+      if (re && re.test(key)) { out.push(sub); named = true; }
+    }
+    if (!named && isObject(s.additionalProperties)) out.push(s.additionalProperties);
   }
   return out;
+}
+
+/* The schemas that apply to item ``index`` of an array checked against ``schemas``. */
+function itemSchemas(schemas, index) {
+  const out = [];
+  for (const s of schemas) {
+    const tuple = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : null;
+    if (tuple && index < tuple.length) out.push(tuple[index]);
+    else if (tuple) { if (isObject(s.additionalItems)) out.push(s.additionalItems); if (isObject(s.items)) out.push(s.items); }
+    else if (isObject(s.items)) out.push(s.items);
+  }
+  return out;
+}
+
+/* ``value`` without the parts ``schemas`` mark secret; undefined when the value itself is secret. */
+function keptPart(value, schemas, root, depth) {
+  const all = schemas.flatMap((s) => schemaBranches(s, root));
+  if (all.some(marksSecret)) return undefined;
+  if (depth > SECRET_DEPTH) return Array.isArray(value) || isObject(value) ? undefined : value;  // too deep to tell: not kept
+  if (Array.isArray(value)) {
+    return value.map((item, i) => keptPart(item, itemSchemas(all, i), root, depth + 1)).filter((item) => item !== undefined);
+  }
+  if (isObject(value)) {
+    const out = {};
+    for (const [key, item] of Object.entries(value)) {
+      const kept = keptPart(item, memberSchemas(all, key), root, depth + 1);
+      if (kept !== undefined) out[key] = kept;
+    }
+    return out;
+  }
+  return value;
+}
+
+function withoutSecrets(toolName, args) {
+  const tool = state.details.get(toolName);
+  const schema = (tool && tool.inputSchema) || {};
+  const kept = keptPart(isObject(args) ? args : {}, [schema], schema, 0);
+  return isObject(kept) ? kept : {};
 }
 
 function hashParams() {
