@@ -4,6 +4,7 @@ mounted from an ``mcp.json`` ``openapi`` entry or ``--from-openapi``, called by 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -120,6 +121,44 @@ async def test_documents_that_cannot_be_served_say_why(tmp_path: Path) -> None:
         base_url(yaml_spec, document)
     with_base = spec_for("openapi: 3.1.0\npaths: {}\n", baseUrl="http://127.0.0.1:9/v1/")
     assert base_url(with_base, await read_document(with_base, 10_000)) == "http://127.0.0.1:9/v1"
+
+
+def test_calls_keep_to_the_document_s_origin_unless_base_url_names_another(tmp_path: Path) -> None:
+    """A fetched document's ``servers`` URL resolves against the document URL and must keep to its origin
+    (scheme, host and port); ``baseUrl`` is the operator's word; a file's absolute URL is taken as written."""
+
+    def spec_for(openapi: str, **fields: Any) -> Any:
+        return parse_config({"mcpServers": {"api": {"openapi": openapi, **fields}}}, {}).servers["api"]
+
+    def with_servers(url: str) -> dict[str, Any]:
+        return {"openapi": "3.1.0", "servers": [{"url": url}], "paths": {}}
+
+    fetched = spec_for("http://127.0.0.1:9/docs/openapi.json")
+    assert base_url(fetched, with_servers("/v1/")) == "http://127.0.0.1:9/v1"
+    assert base_url(fetched, with_servers("v2")) == "http://127.0.0.1:9/docs/v2"
+    assert base_url(fetched, with_servers("HTTP://127.0.0.1:9/api")) == "http://127.0.0.1:9/api"  # the same origin
+    for elsewhere, named in [
+        ("//other.example/api", "http://other.example:80"),
+        ("https://127.0.0.1:9/api", "https://127.0.0.1:9"),
+        ("http://127.0.0.1:10/api", "http://127.0.0.1:10"),
+    ]:
+        said = rf"servers\[0\].url is on {re.escape(named)}, not on http://127.0.0.1:9 where the document was read"
+        with pytest.raises(DocumentError, match=said) as refused:
+            base_url(fetched, with_servers(elsewhere))
+        assert "set baseUrl" in refused.value.public and named not in refused.value.public  # /ready names no host
+    pinned = spec_for("http://127.0.0.1:9/openapi.json", baseUrl="http://127.0.0.1:10/api/")
+    assert base_url(pinned, with_servers("http://127.0.0.1:11/")) == "http://127.0.0.1:10/api"
+    from_file = spec_for(str(tmp_path / "doc.json"))
+    assert base_url(from_file, with_servers("https://api.example/v1")) == "https://api.example/v1"
+
+
+def test_a_path_that_does_not_begin_with_a_slash_leaves_its_operations_out() -> None:
+    document = {"openapi": "3.1.0", "paths": {"@evil.example/x": {"get": {}}, "/ok": {"get": {"operationId": "ok"}}}}
+    found = list(operations(document))
+    assert [item.name for item in found if isinstance(item, Operation)] == ["ok"]
+    assert [str(item) for item in found if isinstance(item, OperationError)] == [
+        "path '@evil.example/x' does not begin with '/'"
+    ]
 
 
 def test_entries_are_checked_like_every_server_each_problem_named() -> None:

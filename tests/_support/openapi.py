@@ -68,6 +68,42 @@ def service_process(secret: str = SECRET) -> Iterator[str]:
         stop_process(proc)
 
 
+@contextlib.asynccontextmanager
+async def trickling_document(*, seconds: float, every: float = 0.5) -> AsyncIterator[str]:
+    """A document URL on 127.0.0.1 whose server answers ``200`` and its headers at once, then one byte
+    of the body every ``every`` seconds for ``seconds`` (bounded), never all of it."""
+    answering: set[asyncio.Task[Any]] = set()
+    stopping = asyncio.Event()  # ends each answer (a cancelled stream handler would log an ERROR)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        answering.add(task)
+        try:
+            await reader.readuntil(b"\r\n\r\n")  # the request head, bounded by the reader's 64 KiB limit
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            for _ in range(int(seconds / every)):
+                writer.write(b" ")
+                await writer.drain()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), every)
+                if stopping.is_set():
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass  # the reader gave up: what a deadline does
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/openapi.json"
+    finally:
+        server.close()
+        stopping.set()
+        await asyncio.gather(*answering, return_exceptions=True)
+        await server.wait_closed()
+
+
 def shop_entry(base: str, **fields: Any) -> dict[str, Any]:
     """The ``mcpServers`` entry of the service, its token from ``${SHOP_TOKEN}``."""
     return {"openapi": f"{base}/openapi.json", "headers": {"Authorization": "Bearer ${SHOP_TOKEN}"}, **fields}

@@ -3,6 +3,7 @@ building, byte bounds, the ACL, toolsets and approval. The API is the real test 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from urllib.parse import unquote
@@ -16,7 +17,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
-from tests._support.openapi import SECRET, client, service_in_loop, shop_bridge, shop_entry
+from tests._support.openapi import SECRET, client, service_in_loop, shop_bridge, shop_entry, trickling_document
 from tests._support.results import text_of
 from tests._support.sessions import running_http
 
@@ -128,3 +129,36 @@ async def test_approval_cannot_be_skipped(tmp_path: Path) -> None:
     assert unasked.is_error is True and "confirmation" in text_of(unasked)
     assert isinstance(again, types.InputRequiredResult)  # asked again: an answer with no state approves nothing
     assert app.state.deleted == []
+
+
+async def test_a_header_argument_outside_ascii_is_a_clear_tool_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HTTP header values are ASCII: ``café`` or ``😀`` is refused naming the parameter, with no traceback."""
+    caplog.set_level(logging.DEBUG)
+    async with service_in_loop() as (base, app), shop_bridge(tmp_path, {"shop": shop_entry(base)}) as bridge:
+        async with client(bridge) as mcp:
+            accented = await mcp.call_tool("shop.tagged", {"X-Tag": "café"})
+            emoji = await mcp.call_tool("shop.tagged", {"X-Tag": "😀"})
+            plain = await mcp.call_tool("shop.tagged", {"X-Tag": "cafe au lait"})
+    said = "argument 'X-Tag' (a header) must be printable ASCII (HTTP header values are), not {!r}"
+    assert (accented.is_error, text_of(accented)) == (True, said.format("é"))
+    assert (emoji.is_error, text_of(emoji)) == (True, said.format("😀"))
+    assert plain.structured_content == {"tag": "cafe au lait"}
+    assert not [record for record in caplog.records if record.exc_info or record.levelno >= logging.ERROR]
+    assert [path for path in app.state.paths if path.startswith("/api/")] == ["/api/tagged"]  # only the plain one
+
+
+async def test_a_slow_document_leaves_its_entry_out_and_the_rest_starts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The entry's ``timeout`` bounds the whole document read: a document trickling in for 30 s with a 1 s
+    timeout is left out with a WARNING, and the other entry is served; the test gives the start 10 s."""
+    caplog.set_level(logging.WARNING)
+    async with service_in_loop() as (base, _app), trickling_document(seconds=30) as slow:
+        servers = {"shop": shop_entry(base), "slow": {"openapi": slow, "timeout": 1}}
+        async with asyncio.timeout(10), shop_bridge(tmp_path, servers) as bridge, client(bridge) as mcp:
+            names = {tool.name for tool in (await mcp.list_tools()).tools}
+    assert "shop.get_item" in names and not any(name.startswith("slow.") for name in names)
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert any("Upstream server 'slow' not mounted" in line and "within 1s" in line for line in warnings), warnings

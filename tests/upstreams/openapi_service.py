@@ -13,6 +13,8 @@ arrived on), ``createItem`` (POST, a ``$ref``'d JSON body), ``replaceItem`` (PUT
 (500 with a body), ``slow`` (sleeps ``seconds``), ``huge`` (``size`` bytes of JSON),
 ``headers`` (the request's headers), ``tagged`` (a header parameter), ``plain`` (text/plain).
 ``app.state.paths`` has the raw path of every request, before decoding or routing.
+``app.state.documents`` maps ``NAME`` to the document served at ``/NAME.json`` (``openapi``: the
+one above); a test adds others (a document naming another origin, a path that is not a path).
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ def service_app(secret: str = "") -> Starlette:
     """The API; ``app.state.deleted`` lists the ids deleted, ``app.state.seen`` every request's headers."""
 
     async def document(request: Request) -> Response:
-        return JSONResponse(DOCUMENT)
+        found = request.app.state.documents.get(request.path_params["name"])
+        return JSONResponse(found) if found is not None else PlainTextResponse("no such document", status_code=404)
 
     async def health(request: Request) -> Response:
         return PlainTextResponse("ok")
@@ -155,7 +158,7 @@ def service_app(secret: str = "") -> Starlette:
 
     app = Starlette(
         routes=[
-            Route("/openapi.json", document),
+            Route("/{name}.json", document),
             Route("/health", health),
             Route("/api/items", items, methods=["GET", "POST"]),
             Route("/api/items/{itemId}", item, methods=["GET", "PUT", "PATCH", "DELETE"]),
@@ -168,6 +171,7 @@ def service_app(secret: str = "") -> Starlette:
             Route("/api/plain", plain),
         ]
     )
+    app.state.documents = {"openapi": DOCUMENT}
     app.state.deleted = []
     app.state.seen = []
     app.state.paths = []

@@ -1,9 +1,11 @@
 """One call of an OpenAPI operation: the HTTP request built from the arguments, the response as a tool result.
 
 Path parameters are percent-encoded whole (``/``, ``?``, ``#`` and ``.`` included), so a value
-stays inside its own segment. The request carries the entry's ``headers`` and the W3C trace
-context, never anything of the caller's request. The response body is read up to ``max_bytes``;
-a longer one fails the call (``UpstreamMessageTooLarge``) instead of being cut silently.
+stays inside its own segment. A header argument must be printable ASCII, as HTTP header values
+are, and is refused naming the parameter otherwise. The request carries the entry's ``headers``
+and the W3C trace context, never anything of the caller's request. The response body is read up
+to ``max_bytes``; a longer one fails the call (``UpstreamMessageTooLarge``) instead of being cut
+silently.
 
 A 2xx JSON body becomes the result's ``structuredContent`` (an array or a scalar as
 ``{"result": ...}``: MCP's structured content is an object) and its text; any other body is
@@ -35,7 +37,7 @@ _FORBIDDEN_IN_HEADERS = ("\r", "\n", "\0")
 
 
 class ArgumentError(ValueError):
-    """An argument the request cannot carry (a header value with a line break)."""
+    """An argument the request cannot carry (a header value with a line break or outside printable ASCII)."""
 
 
 def build_request(
@@ -61,10 +63,7 @@ def build_request(
             values = value if isinstance(value, list) else [value]
             query += [(parameter.name, _text(item)) for item in values]
         else:
-            text = _text(value)
-            if any(char in text for char in _FORBIDDEN_IN_HEADERS):
-                raise ArgumentError(f"argument {parameter.name!r} (a header) must not contain line breaks")
-            sent[parameter.name] = text
+            sent[parameter.name] = _header_value(parameter.name, _text(value))
     sent.update(headers)  # the entry's headers win over any the document lets a caller set
     propagate.inject(sent)
     body = arguments.get(BODY) if operation.has_body else None
@@ -72,6 +71,19 @@ def build_request(
     if content is not None:
         sent["Content-Type"] = "application/json"
     return client.build_request(operation.method, base + path, params=query, headers=sent, content=content)
+
+
+def _header_value(name: str, text: str) -> str:
+    if any(char in text for char in _FORBIDDEN_IN_HEADERS):
+        raise ArgumentError(f"argument {name!r} (a header) must not contain line breaks")
+    # Header values are ASCII on the wire (RFC 9110 leaves other octets opaque); refusing says so
+    # to the caller, where sending would fail deep in the HTTP client as an internal error.
+    outside = next((char for char in text if char != "\t" and not " " <= char <= "~"), None)
+    if outside is not None:
+        raise ArgumentError(
+            f"argument {name!r} (a header) must be printable ASCII (HTTP header values are), not {outside!r}"
+        )
+    return text
 
 
 def _text(value: Any) -> str:

@@ -7,8 +7,10 @@ Parameters are never flattened into the body's properties, so a parameter and a 
 the same name cannot be confused. Header parameters the entry's ``headers`` set, and those
 OpenAPI says to ignore (``Authorization``, ``Accept``, ``Content-Type``), are not offered to callers.
 
-``$ref``s are resolved within the document; a remote ``$ref`` or a cycle leaves the operation
-out with a ``OperationError`` naming it (its server's other operations are still mounted).
+A path that does not begin with ``/`` (OpenAPI requires it) leaves its operations out: appended
+to the base URL, it could change the URL's host. ``$ref``s are resolved within the document; a
+remote ``$ref`` or a cycle leaves the operation out with a ``OperationError`` naming it (its
+server's other operations are still mounted).
 OpenAPI 3.0 schemas are brought to JSON Schema 2020-12 where they differ (``nullable``, boolean
 ``exclusiveMinimum``/``exclusiveMaximum``).
 
@@ -65,6 +67,10 @@ def operations(
     resolver = _Resolver(document)
     for path, item in (document.get("paths") or {}).items():
         if not isinstance(item, dict):
+            continue
+        if not str(path).startswith("/"):
+            # Appended to the base URL, "@host/x" or ".evil.example/x" would change its host.
+            yield OperationError(f"path {str(path)!r} does not begin with '/'")
             continue
         for method in METHODS:
             raw = item.get(method)
