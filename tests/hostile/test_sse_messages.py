@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
 
 import anyio
@@ -91,6 +92,11 @@ async def test_malformed_messages_are_4xx_and_quiet_and_the_session_goes_on() ->
                     assert answer.status_code == 400, answer.text
                     unnamed.append(answer)
                     per_body.append(_servers(seen.records[mark:]))
+                mark = len(seen.records)  # a session that is not open (a stale id): 404, quiet too
+                stale = await http.post(f"{url}/messages/?session_id={uuid.uuid4().hex}", json=INIT)
+                assert stale.status_code == 404, stale.text
+                assert "Could not find session" in stale.json()["error"]["message"], stale.text
+                per_body.append(_servers(seen.records[mark:]))
                 listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
                 assert (await http.post(endpoint, json=listing)).status_code == 202
                 tools = json.loads(await _data(lines, '"id":1'))

@@ -18,12 +18,15 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from apcore_mcp.http.body import read_replayed, replaying, send_json
+from apcore_mcp.mcp.sdk_internals import sse_session_open
 
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
+UNKNOWN_SESSION = -32001
+"""The JSON-RPC code of a message for no open session (404), as the Streamable HTTP transport uses."""
 
 
 class SseEndpoint:
@@ -75,24 +78,31 @@ class MessagesEndpoint:
         if len(body) > self.max_bytes:
             await send_json(send, 413, {"error": f"Request body exceeds {self.max_bytes} bytes"}, close=True)
             return
-        problem = session_problem(scope) or message_problem(body)
+        problem = session_problem(scope, self.transport) or message_problem(body)
         if problem is not None:
             code, message = problem
             logger.debug("Refused a message on %s: %s", MESSAGES_PATH, message)
-            await send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+            status = 404 if code == UNKNOWN_SESSION else 400
+            await send_json(send, status, {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
             return
         await self.transport.handle_post_message(scope, replaying(body, receive), send)
 
 
-def session_problem(scope: Scope) -> tuple[int, str] | None:
-    """Why the request's ``session_id`` query parameter cannot name a session (``None``: it can)."""
+def session_problem(scope: Scope, transport: SseServerTransport) -> tuple[int, str] | None:
+    """Why the request's ``session_id`` query parameter names no open session (``None``: it does).
+
+    An unknown session (a stream that ended, a server that restarted) is answered 404 as the
+    transport would, without the WARNING it logs for it.
+    """
     values = [value for name, value in _query(scope) if name == "session_id"]
     if not values:
         return INVALID_REQUEST, "Missing session_id query parameter (the one the SSE stream's endpoint event gave)"
     try:
-        UUID(hex=values[0])
+        session_id = UUID(hex=values[0])
     except ValueError:
         return INVALID_REQUEST, "Invalid session_id query parameter: not a session id"
+    if not sse_session_open(transport, session_id):
+        return UNKNOWN_SESSION, "Could not find session: its SSE stream is closed or never existed"
     return None
 
 

@@ -2,8 +2,8 @@
 
 mcp 2.3 offers no public way to: reach the connection behind a handler's per-request session,
 read a running session manager's lifespan state, know the ping interval and headers of its
-2026-07-28 SSE responses, map a handler's exception to the wire as its modern entry does, or
-recognize its default span middleware.
+2026-07-28 SSE responses, map a handler's exception to the wire as its modern entry does,
+recognize its default span middleware, or tell whether a legacy SSE session is open.
 The direct path (``http/direct.py``) must match the SDK in these, so they are read from the SDK
 here, once; an SDK release that moves them fails at import and in ``tests/test_sdk_internals.py``,
 not on the wire.
@@ -12,12 +12,14 @@ not on the wire.
 from __future__ import annotations
 
 from typing import Any, Final
+from uuid import UUID
 
 from mcp.server import _streamable_http_modern as _modern
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.runner import modern_error_data
+from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import ErrorData
 
@@ -52,3 +54,8 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
 def is_sdk_tracing(middleware: object) -> bool:
     """Whether ``middleware`` is the SDK's OpenTelemetry span middleware (a server's default first layer)."""
     return isinstance(middleware, OpenTelemetryMiddleware)
+
+
+def sse_session_open(transport: SseServerTransport, session_id: UUID) -> bool:
+    """Whether a legacy SSE transport has an open session of that id (its writers are private)."""
+    return session_id in transport._read_stream_writers
