@@ -73,8 +73,8 @@ class _Entry:
 class UpstreamPool:
     """The running upstream servers of one process; use as ``async with UpstreamPool() as pool``.
 
-    While open, log records of this package, the SDK and its HTTP stack have ``redactor``'s
-    secrets masked (see ``expand.install_filter``).
+    While open, every log record, whatever logger made it, has ``redactor``'s secrets masked
+    as it is made (see ``expand.install_filter``).
 
     Connections run in the pool's task group, not in the task that happened to start them,
     so a request that triggers a (re)start does not own the server. Leaving the block stops
