@@ -18,6 +18,14 @@ names a tool the token lacks scopes for: a cheap pre-check; this is the rule.
 Lists (a filtered ``tools/list``, the explorer's list, ``search_tools``, ``describe_tool``)
 show a tool by ``visible``: the same scope rule, plus the ACL judged without arguments (a rule
 that depends on arguments decides at call time).
+
+With ``filter_tools`` (the ``auth_filter_tools`` setting) a tool ``visible`` does not show the
+caller is *hidden* from it (``hides``), and hidden means absent: the check answers it
+``module_not_found``, the words of a tool that does not exist, never the scope it lacks. The
+routes that answer an absent tool before the router (the explorer's call route, its MCP door's
+confirmation gate, the tasks layer) ask ``hides`` too, and answer as for an absent one; the HTTP
+pre-check leaves tool scopes to the router then (``http/auth.py``). Without ``filter_tools``
+every tool is listed, so a refusal names the scopes missing: the useful answer then.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from collections.abc import Callable
 from apcore import ACL, Context, Identity
 
 from apcore_mcp.context import CallContext
-from apcore_mcp.errors import SafeError
+from apcore_mcp.errors import SafeError, module_not_found
 from apcore_mcp.limits import CallLimits, Refusal
 from apcore_mcp.pipeline.internals import executor_acl as executor_acl  # apcore has no getter: see there
 from apcore_mcp.principal import ScopeRules, tool_scopes
@@ -49,11 +57,17 @@ class Authorization:
     """The tool scope rules, the ACL lists are judged by, and the limits every module run is admitted by."""
 
     def __init__(
-        self, *, tool_rules: ScopeRules = (), acl: ACL | None = None, limits: CallLimits | None = None
+        self,
+        *,
+        tool_rules: ScopeRules = (),
+        acl: ACL | None = None,
+        limits: CallLimits | None = None,
+        filter_tools: bool = False,
     ) -> None:
         self.tool_rules = tool_rules
         self.acl = acl
         self.limits = limits if limits is not None else CallLimits()
+        self.filter_tools = filter_tools
 
     def denial(self, name: str, scopes: frozenset[str] | None) -> SafeError | None:
         """``access_denied`` when ``scopes`` lack one of ``name``'s; ``None`` scopes (no token) are not checked."""
@@ -65,8 +79,11 @@ class Authorization:
         return SafeError("access_denied", f"Access denied: needs scope {' '.join(sorted(missing))}")
 
     def check(self, name: str, call: CallContext) -> SafeError | None:
-        """The scope check of running module ``name`` for the caller of ``call`` (logged when refused)."""
-        denied = self.denial(name, call.scopes)
+        """The scope check of running module ``name`` for the caller of ``call`` (logged when refused).
+
+        A tool hidden from the caller is answered as an absent one (see the module docstring).
+        """
+        denied = module_not_found(name) if self.hides(name, call) else self.denial(name, call.scopes)
         if denied is not None:
             who = call.principal.identity.id if call.principal is not None else call.caller
             logger.info("Refused %s to %r (%s): %s", name, who, call.origin, denied.message)
@@ -100,3 +117,17 @@ class Authorization:
     def visible_to(self, call: CallContext) -> Callable[[str], bool]:
         """``visible`` for the caller of ``call``."""
         return self.visible(call.scopes, call.identity)
+
+    def listed(self, scopes: frozenset[str] | None, identity: Identity | None) -> Callable[[str], bool]:
+        """Which tools exist for a caller: with ``filter_tools`` those ``visible`` shows it, else all."""
+        if not self.filter_tools:
+            return _every_tool
+        return self.visible(scopes, identity)
+
+    def hides(self, name: str, call: CallContext) -> bool:
+        """Whether ``filter_tools`` hides ``name`` from the caller of ``call``: then it is answered as absent."""
+        return self.filter_tools and not self.visible_to(call)(name)
+
+
+def _every_tool(_name: str) -> bool:
+    return True

@@ -38,7 +38,7 @@ from apcore_mcp.content import (
     to_json_value,
 )
 from apcore_mcp.context import CallContext, ClientCapabilityMissing, InputRequired
-from apcore_mcp.errors import SafeError, log_call_error, to_safe_error
+from apcore_mcp.errors import SafeError, log_call_error, module_not_found, to_safe_error
 from apcore_mcp.input_check import invalid_input
 from apcore_mcp.limits import Refusal
 from apcore_mcp.records import ToolRecord
@@ -224,7 +224,7 @@ class CallRouter:
         record = self.catalog.get(name)
         if record is None:
             # Filtered-out and unknown modules look the same: neither exists for this client.
-            return CallOutcome(tool=name, error=SafeError("not_found", f"Module not found: {name}"))
+            return CallOutcome(tool=name, error=module_not_found(name))
         outcome = await self._execute(record, arguments, call)
         if not outcome.ok:
             return outcome

@@ -54,6 +54,11 @@ class SafeError:
     message: str
 
 
+def module_not_found(name: str) -> SafeError:
+    """The answer to a tool that is not there for the caller: absent, or hidden from it (``auth_filter_tools``)."""
+    return SafeError("not_found", f"Module not found: {name}")
+
+
 def to_safe_error(
     error: BaseException, arguments: dict[str, Any] | None = None, input_schema: dict[str, Any] | None = None
 ) -> SafeError:
@@ -63,7 +68,7 @@ def to_safe_error(
     which apcore reports with the parent's path only.
     """
     if isinstance(error, ModuleNotFoundError):
-        return SafeError("not_found", f"Module not found: {_detail(error, 'module_id', '')}")
+        return module_not_found(str(_detail(error, "module_id", "")))
     if isinstance(error, SchemaValidationError) and not is_output_error(error):
         return SafeError("invalid_input", format_validation_error(error, arguments, input_schema))
     if isinstance(error, ACLDeniedError):

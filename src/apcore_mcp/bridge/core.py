@@ -88,7 +88,9 @@ def call_limits(settings: Settings) -> CallLimits:
 def authorization_for(executor: Executor, settings: Settings, limits: CallLimits) -> Authorization:
     """The one check every module run of this server passes (see ``apcore_mcp.authorization``)."""
     rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
-    return Authorization(tool_rules=rules, acl=executor_acl(executor), limits=limits)
+    return Authorization(
+        tool_rules=rules, acl=executor_acl(executor), limits=limits, filter_tools=settings.auth_filter_tools
+    )
 
 
 def search_front(
@@ -209,9 +211,7 @@ class Bridge:
         if settings.tool_mode == "search":
             search, served, router = search_front(registry, catalog, router, settings)
         notifier = ListChangedNotifier()
-        access = ToolAccess(
-            authorization, filter_list=settings.auth_filter_tools, default_identity=stdio_identity(settings)
-        )
+        access = ToolAccess(authorization, default_identity=stdio_identity(settings))
         parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
         notifier.subscriptions = parts.subscriptions
         bridge = cls(

@@ -12,7 +12,9 @@ What it does to a request, in order:
    issued for another server is refused): 401 with ``WWW-Authenticate: Bearer
    resource_metadata="..."`` (and ``error="invalid_token"`` when one was sent), 403
    ``insufficient_scope`` naming the scopes needed (global, per route, per tool when the
-   request names one: the explorer's call route, or ``Mcp-Name`` on a 2026-07-28 call).
+   request names one: the explorer's call route, or ``Mcp-Name`` on a 2026-07-28 call; not
+   per tool with ``auth_filter_tools``, where a tool the caller lacks scopes for is hidden and
+   the call router answers it as an absent one).
    The explorer's MCP endpoint (``{prefix}/mcp``) is the explorer's resource (its URL is under
    it, which OAuth clients check, and the page holds the explorer's token) with every scope
    ``/mcp`` needs: its route rules too, and ``Mcp-Name``'s tool scopes.
@@ -98,7 +100,7 @@ class AuthPolicy:
             open_paths=frozenset(open_paths),
             global_scopes=frozenset(settings.auth_scopes),
             route_rules=parse_scope_rules(settings.auth_route_scopes, "auth_route_scopes"),
-            tool_rules=parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes"),
+            tool_rules=_precheck_rules(settings),
             explorer_prefix=prefix,
         )
 
@@ -136,6 +138,16 @@ class AuthPolicy:
             needed |= route_scopes(self.route_rules, MCP_RESOURCE)
         tool = self.tool_of(scope)
         return needed | tool_scopes(self.tool_rules, tool) if tool is not None else needed
+
+
+def _precheck_rules(settings: Settings) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The tool scope rules the pre-check refuses by: none with ``auth_filter_tools``.
+
+    Filtered, a tool the caller lacks scopes for is hidden, and a hidden tool is answered as an
+    absent one by the call router (``authorization.py``): a 403 here would tell it exists.
+    """
+    rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
+    return () if settings.auth_filter_tools else rules
 
 
 class BearerAuth:

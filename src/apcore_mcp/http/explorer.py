@@ -7,7 +7,8 @@ Host/Origin are checked by the app's guard, and a server reachable from other ma
 requires a bearer token compared in constant time (``ExecuteGate``). With ``auth`` on, that
 token is the caller's own (checked by ``http/auth.py``), calls run as the caller, through the
 call router like any MCP call (its tool scopes, ACL identity, approval, rate limit and
-concurrency share), and with ``auth_filter_tools`` the list shows only what the caller may call.
+concurrency share), and with ``auth_filter_tools`` the list shows only what the caller may call
+(a tool it hides is "not found" to a call, as an absent one: ``Authorization.hides``).
 
 A tool of an upstream MCP server shows ``upstream``: its server and its own name there (the
 readable id ``everything.get_sum`` calls ``get-sum``). That is said here, where the tool itself
@@ -243,17 +244,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             return _error(401, "A valid explorer token is required", {"WWW-Authenticate": "Bearer"})
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             return _error(415, "Content-Type must be application/json")
-        record = catalog.get(name)
-        if record is None:
-            return _error(404, f"Tool '{name}' not found")
         confirmed = request.headers.get(CONFIRM_HEADER) == name
-        if needs_confirmation(record) and not confirmed:
-            if not visible(request, record):  # the dialog shows the description a filtered list hides
-                return _error(404, f"Tool '{name}' not found")
-            return confirmation_required(record)
-        arguments = parse_arguments(await request.body())
-        if isinstance(arguments, str):
-            return _error(400, arguments)
         call = CallContext(
             identity=identity_of(request.scope),
             principal=principal_of(request.scope),
@@ -262,6 +253,14 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             confirmed=confirmed,
             trace_context=incoming_context(request.headers),
         )
+        record = catalog.get(name)
+        if record is None or bridge.authorization.hides(name, call):  # hidden: exactly the absent answer
+            return _error(404, f"Tool '{name}' not found")
+        if needs_confirmation(record) and not confirmed:
+            return confirmation_required(record)
+        arguments = parse_arguments(await request.body())
+        if isinstance(arguments, str):
+            return _error(400, arguments)
         return await _run(bridge, request, name, arguments, call)
 
     return [

@@ -117,13 +117,14 @@ class ExplorerMcp:
         target = self.target_of(params, scope)
         if target is None or not self.needs_confirmation(target) or header(scope, _CONFIRM) == target.name:
             return None
-        return 428, "unconfirmed", self.confirmation(target, scope)
+        return 428, "unconfirmed", self.confirmation(target)
 
     def target_of(self, params: dict[str, Any], scope: Scope) -> ToolRecord | None:
         """The tool a ``tools/call`` runs: in search mode, what ``invoke_tool`` invokes.
 
         ``invoke_tool`` runs only a tool its caller may see, and answers any other exactly as a
-        missing one: so does this gate (no 428 telling a hidden tool exists).
+        missing one; the call router answers a tool ``auth_filter_tools`` hides as a missing one
+        too: so does this gate (no 428 telling a hidden tool exists).
         """
         name = params.get("name")
         if self.bridge.search is not None and name == INVOKE_TOOL:
@@ -132,7 +133,9 @@ class ExplorerMcp:
             if not isinstance(name, str) or not self._visible(scope, name):
                 return None
             return self.bridge.full_catalog.get(name)
-        return self.bridge.catalog.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str) or not self.bridge.access.listed(scope, identity_of(scope))(name):
+            return None
+        return self.bridge.catalog.get(name)
 
     def _visible(self, scope: Scope, name: str) -> bool:
         principal = principal_of(scope)
@@ -146,10 +149,9 @@ class ExplorerMcp:
         asked = record.requires_approval and mcp_approval_handler(self.bridge.executor) is not None
         return not asked
 
-    def confirmation(self, record: ToolRecord, scope: Scope) -> dict[str, Any]:
-        # The description only to a caller the tool is listed to (a filtered list hides it).
-        listed = self.bridge.access.listed(scope, identity_of(scope))(record.name)
-        confirm = {"tool": record.name, "description": record.description if listed else "", "header": CONFIRM_HEADER}
+    def confirmation(self, record: ToolRecord) -> dict[str, Any]:
+        # Only a tool the caller may see gets here (``target_of``): its description is the caller's to read.
+        confirm = {"tool": record.name, "description": record.description, "header": CONFIRM_HEADER}
         message = f"{record.name} is destructive: confirm the call to run it"
         return {"code": INVALID_REQUEST, "message": message, "data": {"confirm": confirm}}
 

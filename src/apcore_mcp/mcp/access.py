@@ -4,7 +4,8 @@ With ``auth_filter_tools`` a tool is listed when ``Authorization.visible`` says 
 caller's token holds its scopes and the apcore ACL lets the caller's identity reach it
 (judged without arguments, so a rule that depends on arguments decides at call time). The
 same rule hides tools from the explorer's list, ``search_tools`` and ``describe_tool``; calls
-are checked by the call router (``authorization.py``), whatever the list showed. A filtered
+are checked by the call router (``authorization.py``), whatever the list showed, and a tool
+hidden here is answered there as an absent one. A filtered
 list varies by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``. A tool's MCP Apps
 view (``ui://<module id>/view``, ``views.py``) follows its tool: a caller the tool is hidden from
 is not listed the view, and reading it answers "Resource not found".
@@ -28,26 +29,22 @@ from apcore_mcp.views import viewed_module
 class ToolAccess:
     """Server middleware filtering ``tools/list`` (with ``filter_list``), and who calls without HTTP."""
 
-    def __init__(
-        self,
-        authorization: Authorization | None = None,
-        *,
-        filter_list: bool = False,
-        default_identity: Identity | None = None,
-    ) -> None:
+    def __init__(self, authorization: Authorization | None = None, *, default_identity: Identity | None = None) -> None:
         self.authorization = authorization if authorization is not None else Authorization()
-        self.filter_list = filter_list
         self.default_identity = default_identity
+
+    @property
+    def filter_list(self) -> bool:
+        """``Authorization.filter_tools``: one setting hides a tool from lists and calls alike."""
+        return self.authorization.filter_tools
 
     def listed(self, scope: Mapping[str, Any] | None, identity: Identity | None) -> Callable[[str], bool]:
         """Which tools a list shows the caller of an ASGI ``scope``: all unless lists are filtered.
 
-        Filtered, the tools it may call (``Authorization.visible``; no token: scopes not checked).
+        Filtered, the tools it may call (``Authorization.listed``; no token: scopes not checked).
         """
-        if not self.filter_list:
-            return lambda _name: True
         principal = principal_of(scope)
-        return self.authorization.visible(principal.scopes if principal is not None else None, identity)
+        return self.authorization.listed(principal.scopes if principal is not None else None, identity)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if not self.filter_list or ctx.method not in ("tools/list", "resources/list", "resources/read"):

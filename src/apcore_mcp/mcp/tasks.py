@@ -140,6 +140,9 @@ class TaskEndpoints:
         name = params.get("name")
         record = self.catalog.get(name) if isinstance(name, str) else None
         support = task_support(record.annotations) if record is not None else "forbidden"
+        call = self.edge.call_context(ctx) if support != "forbidden" else None
+        if call is not None and self.runner.router.authorization.hides(str(name), call):
+            support = "forbidden"  # a hidden tool goes where an absent one does: no task answer tells it exists
         modern = is_modern(ctx)
         asked = _extension_declared(ctx) if modern else isinstance(params.get("task"), dict)
         if support == "forbidden":
@@ -153,7 +156,7 @@ class TaskEndpoints:
                 raise _missing_extension()
             raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Tool {name} runs only as a task")
         assert isinstance(name, str)
-        call = self.edge.call_context(ctx)
+        assert call is not None
         if self.runner.router.authorization.check(name, call) is not None:
             return await call_next(ctx)  # refused as any call of it is
         requested = params.get("task", {}).get("ttl") if not modern else None
