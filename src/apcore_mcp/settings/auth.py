@@ -109,7 +109,11 @@ class AuthSettings:
     )
     auth_metrics: bool = option(True, "require a token on `/metrics` when auth is on", group="auth", kind="bool")
     auth_filter_tools: bool = option(
-        False, "list only the tools the caller may call (apcore ACL and tool scopes)", group="auth", kind="bool"
+        False,
+        "list only the tools the caller may call (apcore ACL and tool scopes); a call of another is"
+        " answered as for an absent tool",
+        group="auth",
+        kind="bool",
     )
     stdio_identity: str | None = option(
         None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
