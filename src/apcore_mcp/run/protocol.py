@@ -4,7 +4,13 @@ uvicorn limits the idle time between requests (``timeout_keep_alive``) but not t
 client takes to finish sending headers: a client trickling one header byte every few seconds
 holds its socket (and a file descriptor) forever. This protocol closes a connection whose
 request headers are not complete ``header_timeout`` seconds after the connection opened or
-the previous response ended. Request bodies are timed by ``http.body.BodyGuard``.
+the next request's first byte came. Request bodies are timed by ``http.body.BodyGuard``.
+
+Between requests a kept-alive connection waits at least ``KEEP_ALIVE_SECONDS`` (uvicorn's
+``timeout_keep_alive``, 5 s by default, is raised to it). A server must not close an idle
+connection while its clients still reuse it: a request sent as the close is under way is
+reset (``ReadError``) and, being a POST, is not retried, so a ``tools/call`` is lost. httpx
+(the MCP SDK's client) reuses a connection idle up to 5 s, exactly uvicorn's default.
 
 Nor does uvicorn bound the size of the headers: h11's ``max_incomplete_event_size`` is checked
 only while a head is incomplete, so a 70 KB head arriving in one read passes (and a trickled
@@ -46,6 +52,9 @@ _TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconne
 REFUSED_HEAD_DRAIN_SECONDS = 1.0
 """How long the rest of a refused head is read (and dropped) before the connection closes."""
 _HEAD_END = re.compile(rb"\n\r?\n")  # h11's: the empty line ending a request head
+KEEP_ALIVE_SECONDS = 20
+"""Least time an idle kept-alive connection stays open: longer than the common clients' pools keep
+one for reuse (httpx 5 s, Node's undici 4 s, aiohttp 15 s)."""
 
 
 class TimedHeads(asyncio.Protocol):
@@ -62,6 +71,7 @@ class TimedHeads(asyncio.Protocol):
     client: tuple[str, int] | None
     app_state: dict[str, Any]
     cycle: Any  # uvicorn's RequestResponseCycle of each parser, None before the first request
+    timeout_keep_alive: int  # uvicorn's idle timer between requests, set from its config
 
     _header_timer: asyncio.TimerHandle | None = None
     _had_request = False
@@ -80,11 +90,15 @@ class TimedHeads(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # Read by uvicorn when a response ends; an operator's longer one stands.
+        self.timeout_keep_alive = max(self.timeout_keep_alive, KEEP_ALIVE_SECONDS)
         self._arm()
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # the rest of a refused head, dropped until the client or the drain timer closes
+        if self._header_timer is None and self._awaiting_head():
+            self._arm()  # the next request began on a kept-alive connection: its head is timed from here
         if self._awaiting_head() and self._head_too_large(data):
             self._refuse_head()
             return
@@ -199,8 +213,8 @@ class TimedH11Protocol(TimedHeads, H11Protocol):
     def on_response_complete(self) -> None:
         before = self.cycle
         super().on_response_complete()
-        if self.cycle is before and not self.transport.is_closing():
-            self._arm()  # waiting for the next request on this kept-alive connection
+        if self.cycle is before and self.conn.trailing_data[0] and not self.transport.is_closing():
+            self._arm()  # the next request's head has begun (pipelined): it is timed already
 
     def shutdown(self) -> None:
         if not self._shutdown_gently():

@@ -34,8 +34,8 @@ class TimedHttpToolsProtocol(TimedHeads, HttpToolsProtocol):
     def on_response_complete(self) -> None:
         parsed_next = bool(self.pipeline)  # a pipelined request's headers have come already
         super().on_response_complete()
-        if not parsed_next and not self.transport.is_closing():
-            self._arm()  # waiting for the next request on this kept-alive connection
+        if not parsed_next and self._head_bytes and not self.transport.is_closing():
+            self._arm()  # the next request's head has begun (pipelined): it is timed already
 
     def shutdown(self) -> None:
         if not self._shutdown_gently():
