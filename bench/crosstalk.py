@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.crosstalk                       # 3 runs per transport, 20 sessions x 50 calls
     .venv/bin/python -m bench.crosstalk --runs 8 --transport sse --log-level DEBUG
     .venv/bin/python -m bench.crosstalk --url http://127.0.0.1:P   # a server already running
+    .venv/bin/python -m bench.crosstalk --pause 4.99               # idle at the client pool's 5 s edge first
 
 Starts the CLI (``python -m apcore_mcp --extensions-dir examples/extensions --transport
 streamable-http``) on a free 127.0.0.1 port unless ``--url`` is given, and stops it by PID.
@@ -152,10 +153,15 @@ async def _call(session: Any, outcome: Outcome) -> None:
         outcome.state, outcome.detail = "misrouted", str(structured)[:100]
 
 
-async def _run_session(url: str, transport: str, outcomes: list[Outcome], ids: IdLog, ready: anyio.Event) -> None:
+async def _run_session(
+    url: str, transport: str, outcomes: list[Outcome], ids: IdLog, ready: anyio.Event, pause: float
+) -> None:
     try:
         async with _session(url, transport, ids) as session:
             await ready.wait()
+            if pause:  # one call, then the pooled connections sit idle this long before the burst
+                await session.call_tool(TOOL, {"text": "warm"})
+                await anyio.sleep(pause)
             async with anyio.create_task_group() as calls:
                 for outcome in outcomes:
                     calls.start_soon(_call, session, outcome)
@@ -165,7 +171,9 @@ async def _run_session(url: str, transport: str, outcomes: list[Outcome], ids: I
                 outcome.state, outcome.detail = "lost", f"session: {_describe(exc)}"
 
 
-async def one_run(url: str, transport: str, sessions: int, calls: int, bound: float) -> list[list[Outcome]]:
+async def one_run(
+    url: str, transport: str, sessions: int, calls: int, bound: float, pause: float = 0.0
+) -> list[list[Outcome]]:
     """One run: ``sessions`` sessions of ``transport``, ``calls`` concurrent calls each, within ``bound`` s."""
     token = secrets.token_hex(4)
     # One unique word per call: a reply names its own text as its most frequent word.
@@ -175,7 +183,7 @@ async def one_run(url: str, transport: str, sessions: int, calls: int, bound: fl
     with anyio.move_on_after(bound):
         async with anyio.create_task_group() as group:
             for outcomes in table:
-                group.start_soon(_run_session, url, transport, outcomes, ids, ready)
+                group.start_soon(_run_session, url, transport, outcomes, ids, ready, pause)
             ready.set()
     for outcomes in table:
         for outcome in outcomes:
@@ -240,7 +248,7 @@ async def _drive(args: argparse.Namespace, url: str) -> dict[str, Tally]:
     tallies = {name: Tally() for name in args.transport}
     for run in range(args.runs):
         for name in args.transport:
-            table = await one_run(url, name, args.sessions, args.calls, args.run_timeout)
+            table = await one_run(url, name, args.sessions, args.calls, args.run_timeout, args.pause)
             tally = tallies[name]
             tally.runs += 1
             for s, outcomes in enumerate(table):
@@ -261,6 +269,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--calls", type=int, default=50, help="concurrent calls per session")
     parser.add_argument("--run-timeout", type=float, default=60.0)
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds idle after one call, before the burst")
     parser.add_argument("--url", help="a running server (else the CLI is started)")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--log", type=Path, help="the server's log (default: a temporary file, printed)")
