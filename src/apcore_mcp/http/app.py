@@ -120,7 +120,10 @@ def create_app(
     def streams(app: ASGIApp, route: str) -> ASGIApp:
         return StreamCounter(app, metrics.open_streams, route)
 
-    mcp = streams(McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct), MCP_PATH)
+    mcp = streams(
+        McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct, sessions=not settings.stateless),
+        MCP_PATH,
+    )
     routes: list[BaseRoute] = [
         Route(MCP_PATH, endpoint=mcp),
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),

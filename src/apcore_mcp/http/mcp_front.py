@@ -3,6 +3,13 @@
 - A request whose ``id`` is not a string or an integer (an object, array, float, bool or
   null): the SDK's handshake-era path parses it as a notification and answers 202 with no
   reply. It gets a JSON-RPC ``-32600`` error (HTTP 400) here.
+- A request with neither ``Mcp-Session-Id`` nor ``MCP-Protocol-Version``, other than
+  ``initialize``, on a server with sessions (or whose body carries the 2026-07-28 envelope,
+  ``_meta["io.modelcontextprotocol/protocolVersion"]``, on any server): the SDK takes it for a
+  handshake-era request and answers "Missing session ID", the wrong problem for a 2026-07-28
+  client. It gets a 400 saying the version header is missing, and that a handshake-era client
+  initializes first (``-32020`` when the body is a 2026-07-28 one, as the SDK answers a version
+  header that disagrees with the body; else ``-32600``, the SDK's code).
 - ``GET`` with ``Last-Event-ID`` and no event store: the SDK sends no response at all (uvicorn
   then answers 500). Resuming is optional (the spec's MAY): the header is dropped and the
   client gets a fresh stream.
@@ -28,7 +35,7 @@ import anyio
 import pydantic_core
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp_types import INVALID_REQUEST
+from mcp_types import HEADER_MISMATCH, INVALID_REQUEST, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -44,6 +51,10 @@ logger = logging.getLogger(__name__)
 _SESSION = MCP_SESSION_ID_HEADER.lower().encode()
 _VERSION = MCP_PROTOCOL_VERSION_HEADER.lower().encode()
 _LAST_EVENT_ID = b"last-event-id"
+_MISSING_VERSION = (
+    "Missing MCP-Protocol-Version header: every 2026-07-28 request must carry it "
+    "(a 2025-11-25 client sends initialize first, then its Mcp-Session-Id header)"
+)
 _KEPT_FOR_CANCEL = frozenset({b"host", b"origin", _SESSION, _VERSION, b"authorization", b"user-agent"})
 
 
@@ -66,8 +77,12 @@ class McpFront:
         resume_grace: float | None = None,
         events: ResumeStore | None = None,
         direct: DirectPath | None = None,
+        *,
+        sessions: bool = True,
     ) -> None:
         self.app = app
+        self.sessions = sessions
+        """False when the server is stateless: a handshake-era request then needs no session id."""
         self.direct = direct
         """Answers the one-JSON-reply 2026-07-28 requests itself (``http/direct.py``); None: all go to ``app``."""
         self.resume_grace = resume_grace
@@ -93,12 +108,32 @@ class McpFront:
             return
         found = message.get("id") if isinstance(message, dict) and "method" in message else None
         request_id = found if isinstance(found, str | int) else None  # a valid id, as checked above
+        code = self._unversioned(scope, message)
+        if code is not None:
+            scope[REASON_SCOPE_KEY] = "bad_request"
+            error = {"code": code, "message": _MISSING_VERSION}
+            await send_json(send, 400, {"jsonrpc": "2.0", "id": request_id, "error": error})
+            return
         modern = _is_modern(scope)
         if modern and self.direct is not None and isinstance(message, dict) and self.direct.takes(scope, message):
             answer = functools.partial(self.direct.answer, message)
             await self._serve(scope, body, receive, send, request_id, modern, answer)
             return
         await self._serve(scope, body, receive, send, request_id, modern)
+
+    def _unversioned(self, scope: Scope, message: JSONValue) -> int | None:
+        """The error code for a request that names neither its session nor its version, else ``None``.
+
+        Without either header only ``initialize`` can open a handshake-era session (or, stateless,
+        any handshake-era request goes through); a body with the 2026-07-28 envelope is never one.
+        """
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return None  # a parse error, a response or a batch: the SDK's to answer
+        if message["method"] == "initialize" or any(key in (_SESSION, _VERSION) for key, _ in scope["headers"]):
+            return None
+        if _has_modern_envelope(message):
+            return HEADER_MISMATCH
+        return INVALID_REQUEST if self.sessions else None
 
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         last_event_id = header(scope, _LAST_EVENT_ID)
@@ -226,6 +261,13 @@ def _decode(body: bytes) -> JSONValue:
     except ValueError:
         return None  # the SDK answers its own parse error
     return message
+
+
+def _has_modern_envelope(message: dict[str, JSONValue]) -> bool:
+    """Whether the body's ``params._meta`` names a protocol version, as only a 2026-07-28 body does."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
 def header(scope: Scope, name: bytes) -> str | None:

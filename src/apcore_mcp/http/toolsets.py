@@ -193,7 +193,9 @@ class ToolsetEndpoints:
             max_request_body_size=settings.max_body_bytes,
         )
         front = McpFront(
-            manager.handle_request, direct=DirectPath(manager, self._on_direct) if settings.direct_path else None
+            manager.handle_request,
+            direct=DirectPath(manager, self._on_direct) if settings.direct_path else None,
+            sessions=not settings.stateless,
         )
         endpoint = ToolsetEndpoint(toolset.name, selection, bridge, manager, front)
         await self._task_group.start(self._serve, endpoint)
