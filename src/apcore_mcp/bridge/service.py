@@ -66,9 +66,9 @@ class BridgeService:
     def uptime_seconds(self) -> float:
         return 0.0 if self._started_at is None else time.monotonic() - self._started_at
 
-    def problems(self) -> dict[str, str]:
+    async def problems(self) -> dict[str, str]:
         """What runs degraded (``{"redis": "unreachable ..."}``): still serving, so still ready."""
-        return self.replicas.problems() if self.replicas is not None else {}
+        return await self.replicas.problems() if self.replicas is not None else {}
 
     async def __aenter__(self) -> Self:
         if self._stack is not None:

@@ -263,7 +263,7 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
         upstreams = readiness(request.app.state.upstreams)
         if upstreams is not None:
             body["upstreams"] = upstreams
-        degraded = service.problems()
+        degraded = await service.problems()
         if degraded:
             body["degraded"] = degraded
         return JSONResponse(body)

@@ -6,10 +6,15 @@ does instead (its fallback); the first success after it logs that Redis is back.
 is away, ``available()`` is false for ``cooldown`` seconds after each failure, so per-call
 users skip the network and take their fallback at once instead of paying a connection
 attempt on every call.
+
+``/ready`` asks too (``probe``): a PING bounded by ``PROBE_TIMEOUT_SECONDS``, at most once per
+``PROBE_SECONDS``, so an outage shows before any user tried Redis, and asking ``/ready`` often
+does not mean asking Redis often.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +22,7 @@ from collections.abc import Callable
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +30,10 @@ CONNECT_TIMEOUT_SECONDS = 1.0
 COMMAND_TIMEOUT_SECONDS = 1.0
 HEALTH_CHECK_SECONDS = 5
 COOLDOWN_SECONDS = 2.0
+PROBE_SECONDS = 1.0
+PROBE_TIMEOUT_SECONDS = 0.5
+PROBE_USER = "readiness"
+PROBE_FALLBACK = "each shared feature takes its fallback when it finds Redis away"
 
 
 class RedisLink:
@@ -52,6 +62,7 @@ class RedisLink:
         self._failures: dict[str, str] = {}  # user -> what it does instead, while Redis is away
         self._error: str | None = None
         self._retry_at = 0.0
+        self._probe_due = 0.0
 
     def key(self, name: str) -> str:
         """A Redis key or channel in this service's namespace."""
@@ -84,6 +95,23 @@ class RedisLink:
             return None
         fallbacks = "; ".join(f"{user}: {fallback}" for user, fallback in sorted(self._failures.items()))
         return f"unreachable ({self._error}); {fallbacks}"
+
+    async def probe(self) -> None:
+        """PING Redis for ``/ready``, unless a probe started less than ``PROBE_SECONDS`` ago.
+
+        The due time moves before the PING is sent, so concurrent callers do not pile up on it.
+        """
+        now = self._clock()
+        if now < self._probe_due:
+            return
+        self._probe_due = now + PROBE_SECONDS
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_SECONDS):
+                await self.client.ping()
+        except (RedisError, OSError, TimeoutError) as exc:
+            self.failed(PROBE_USER, exc, PROBE_FALLBACK)
+        else:
+            self.succeeded(PROBE_USER)
 
     async def aclose(self) -> None:
         await self.client.aclose()

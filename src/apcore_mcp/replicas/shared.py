@@ -54,8 +54,12 @@ class SharedState:
         self._approvals = (handler, handler.used)
         handler.used = RedisUsedApprovals(self.link)
 
-    def problems(self) -> dict[str, str]:
-        """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``."""
+    async def problems(self) -> dict[str, str]:
+        """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``.
+
+        Redis is probed first (bounded, at most once a second: ``RedisLink.probe``).
+        """
+        await self.link.probe()
         problem = self.link.problem()
         return {"redis": problem} if problem else {}
 
