@@ -96,11 +96,20 @@ def test_sensitive_details_never_reach_the_message(error: BaseException, secrets
         assert secret not in message
 
 
-def test_output_validation_error_is_internal() -> None:
+def test_output_validation_error_names_the_field_and_its_constraint() -> None:
     error = SchemaValidationError(
-        "Output validation failed", errors=[{"path": "/ok", "keyword": "type", "message": "Input should be bool"}]
+        "Output validation failed",
+        errors=[
+            {"path": "/ok", "keyword": "type", "message": "Input should be a valid UUID, found `s` at 1"},
+            {"path": "/n", "keyword": "format", "message": "Value error, secret-value is not allowed"},
+        ],
     )
-    assert to_safe_error(error).message == "Internal error occurred"
+    safe = to_safe_error(error)
+    assert safe.kind == "output"
+    assert safe.message == (
+        "The module's output does not match its schema: field 'ok': Input should be a valid UUID; "
+        "field 'n': does not satisfy the schema (format)"
+    )
 
 
 # -- validation formatting ----------------------------------------------------------------------------
@@ -282,10 +291,10 @@ async def real_failure(module: Any, raised: type[ModuleError], module_id: str = 
     return caught.value
 
 
-async def test_real_output_validation_error_is_internal() -> None:
-    safe = to_safe_error(await real_failure(BadOutput, SchemaValidationError))
-    assert safe.message == "Internal error occurred"
-    assert safe.kind == "internal"
+async def test_real_output_validation_error_names_the_field_not_the_value() -> None:
+    safe = to_safe_error(await real_failure(BadOutput, SchemaValidationError))  # apcore's own output step
+    assert safe.message == "The module's output does not match its schema: field 'ok': Input should be a valid boolean"
+    assert safe.kind == "output"
 
 
 async def test_real_raw_exception_is_internal() -> None:

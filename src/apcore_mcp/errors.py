@@ -2,7 +2,8 @@
 
 Clients get short, fixed messages (SRS section 7.5). Anything that could carry internal
 detail (a raw exception, apcore's ``MODULE_EXECUTE_ERROR`` whose message embeds the original
-exception text, a caller id, a call chain) is replaced by a generic message and logged.
+exception text, a caller id, a call chain) is replaced by a generic message and logged. An output
+that breaks its module's schema is named by field and constraint, never by the offending value.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def to_safe_error(
     """
     if isinstance(error, ModuleNotFoundError):
         return module_not_found(str(_detail(error, "module_id", "")))
-    if isinstance(error, SchemaValidationError) and not is_output_error(error):
+    if isinstance(error, SchemaValidationError):
+        if is_output_error(error):
+            return SafeError("output", output_mismatch_message(error))
         return SafeError("invalid_input", format_validation_error(error, arguments, input_schema))
     if isinstance(error, ACLDeniedError):
         return SafeError("access_denied", "Access denied")
@@ -107,7 +110,7 @@ def approval_message(error: ApprovalError) -> str:
 
 def is_unexpected(error: BaseException) -> bool:
     """True for failures that are bugs rather than refusals: these are logged with a traceback."""
-    return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES or is_output_error(error)
+    return not isinstance(error, ModuleError) or error.code in _UNEXPECTED_CODES
 
 
 def is_output_error(error: BaseException) -> bool:
@@ -123,8 +126,12 @@ def log_call_error(tool_name: str, error: BaseException) -> None:
 
     A server fault is an ERROR with its traceback; a caller's mistake or a refusal is not the
     server failing: INFO (refusals, cancellations) or WARNING (bad input, timeouts), no traceback.
+    A module's output that breaks its schema is a WARNING too, with the client's message (field
+    and constraint): the offending value may be sensitive, and the module's author reproduces it.
     """
     message = getattr(error, "message", None) or str(error)
+    if is_output_error(error):
+        message = output_mismatch_message(error)
     text = "Tool call error: %s - %s: %s"
     if is_unexpected(error):
         logger.error(text, tool_name, type(error).__name__, message, exc_info=error)
@@ -140,6 +147,63 @@ def _detail(error: ModuleError, key: str, default: object) -> object:
 
 
 # -- validation errors -----------------------------------------------------------------------
+
+OUTPUT_MISMATCH = "The module's output does not match its schema"
+_SHOWN_OUTPUT_ERRORS = 10
+_MAX_PART = 200
+_CONSTRAINT_KEYWORDS = frozenset(
+    {
+        "required",
+        "enum",
+        "minimum",
+        "exclusiveMinimum",
+        "maximum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "pattern",
+        "multipleOf",
+        "additionalProperties",
+    }
+)
+"""Keywords whose pydantic message is made of the schema's constraint alone (``Input should be 'a' or 'b'``)."""
+
+
+def output_mismatch_message(error: SchemaValidationError) -> str:
+    """``The module's output does not match its schema: field 'unit': Input should be ...`` (bounded).
+
+    Each field is named with its constraint, never its value: a ``type`` message is cut before
+    the parser's account of the value (``Input should be a valid date in the format YYYY-MM-DD``),
+    and a message that may quote it (a custom validator's, a JSON Schema contract's) is replaced
+    by the keyword.
+    """
+    entries = _detail(error, "errors", None)
+    if not isinstance(entries, list) or not entries:
+        return OUTPUT_MISMATCH
+    parts = [_output_problem(entry) for entry in entries[:_SHOWN_OUTPUT_ERRORS] if isinstance(entry, dict)]
+    more = len(entries) - _SHOWN_OUTPUT_ERRORS
+    tail = f"; and {more} more" if more > 0 else ""
+    return f"{OUTPUT_MISMATCH}: " + "; ".join(parts) + tail
+
+
+def _output_problem(entry: dict[str, Any]) -> str:
+    parts = _path_parts(entry.get("field", entry.get("path", "")))
+    name = ".".join(parts) if parts else "(root)"
+    keyword = str(entry.get("keyword") or "")
+    message = str(entry.get("message") or "")
+    if keyword in _CONSTRAINT_KEYWORDS and message:
+        constraint = message
+    elif keyword == "type" and message.startswith("Input should be"):
+        constraint = message.split(", ", 1)[0]
+    else:
+        constraint = f"does not satisfy the schema ({keyword or 'invalid'})"
+    return f"field {_clip(name)!r}: {_clip(constraint)}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_PART else text[: _MAX_PART - 3] + "..."
 
 
 def format_validation_error(

@@ -21,6 +21,7 @@ from apcore.pipeline import BaseStep, PipelineContext, StepResult
 from apcore.schema.hardening import warn_format_violations
 
 from apcore_mcp.input_check import validate_strictly
+from apcore_mcp.output_check import validate_output
 from apcore_mcp.pipeline.internals import (
     BuiltinInputValidation,
     BuiltinModuleLookup,
@@ -132,11 +133,7 @@ class FastOutputValidation(PlannedStep, BuiltinOutputValidation):  # type: ignor
             if captures:
                 ctx.context.redacted_output = None
             return StepResult(action=_CONTINUE)
-        try:
-            view.model.model_validate(ctx.output, strict=True)
-        except pydantic.ValidationError as exc:
-            errors = convert_validation_errors(exc)
-            raise SchemaValidationError(message=f"Output validation failed: {errors}", errors=errors) from exc
+        validate_output(view.model, ctx.output)
         warn_format_violations(ctx.output, view.model)
         ctx.validated_output = ctx.output
         if captures:
