@@ -125,7 +125,15 @@ def client_checks() -> list[tuple[str, Callable[[str], Coroutine[Any, Any, None]
 def test_there_is_a_client_check_for_every_served_example() -> None:
     names = [name for name, _ in client_checks()]
     assert len(names) == len(set(names))
-    assert {"check_greet", "check_slow", "check_countdown", "check_wipe", "check_badge", "check_divide"} <= set(names)
+    assert {
+        "check_greet",
+        "check_slow",
+        "check_countdown",
+        "check_wipe",
+        "check_badge",
+        "check_divide",
+        "check_reading",
+    } <= set(names)
 
 
 @pytest.mark.parametrize("name", [name for name, _ in client_checks()])
