@@ -33,7 +33,8 @@ def validate_output(model: Any, output: object) -> None:
         SchemaValidationError: neither form matches (``Output validation failed: ...``). Entries
             of a pydantic model are apcore's, plus ``field`` (the full path) where apcore's
             ``path`` leaves the field's name out; a JSON Schema contract's messages quote the
-            offending value, so its entries keep only ``path`` and ``keyword``.
+            offending value, so its entries keep only ``path`` and ``keyword``. Paths keep the
+            names the schema declares and list indices; any other key is ``*``.
     """
     try:
         model.model_validate(output, strict=True)
@@ -41,7 +42,7 @@ def validate_output(model: Any, output: object) -> None:
     except (pydantic.ValidationError, SchemaValidationError) as first:
         text = json_form(output)
         if text is None:  # no JSON form: the strict Python check's errors are the only ones there are
-            raise _output_error(first) from first
+            raise _output_error(first, model) from first
     try:
         validate_json = getattr(model, "model_validate_json", None)
         if callable(validate_json):
@@ -49,7 +50,7 @@ def validate_output(model: Any, output: object) -> None:
         else:  # a dict schema (apcore's adapter): JSON data, not text
             model.model_validate(json.loads(text), strict=True)
     except (pydantic.ValidationError, SchemaValidationError) as exc:
-        raise _output_error(exc) from exc
+        raise _output_error(exc, model) from exc
 
 
 def json_form(output: object) -> str | None:
@@ -66,18 +67,61 @@ def json_form(output: object) -> str | None:
     return _SURROGATES.sub("\ufffd", text)
 
 
-def _output_error(error: pydantic.ValidationError | SchemaValidationError) -> SchemaValidationError:
+def _output_error(error: pydantic.ValidationError | SchemaValidationError, model: Any) -> SchemaValidationError:
+    # Paths name only what the schema declares: a free-form mapping's keys and a forbidden extra
+    # key are the output's data (an account number, an address), so they become "*".
+    words = _schema_words(model)
     if isinstance(error, pydantic.ValidationError):
         errors = convert_validation_errors(error)
         for entry, item in zip(errors, error.errors(), strict=True):
+            location = item["loc"]
             if item["type"] in _NAMELESS:
-                entry["field"] = _pointer(item["loc"])
+                entry["path"] = _pointer(location[:-1], words)
+                entry["field"] = _pointer(location, words)
+            else:
+                entry["path"] = _pointer(location, words)
     else:
         details = error.details.get("errors") if isinstance(error.details, dict) else None
         entries = details if isinstance(details, list) else []
-        errors = [{"path": entry.get("path", ""), "keyword": entry.get("keyword", "")} for entry in entries]
+        errors = [
+            {"path": _masked_path(str(entry.get("path", "")), words), "keyword": entry.get("keyword", "")}
+            for entry in entries
+        ]
     return SchemaValidationError(message=f"Output validation failed: {errors}", errors=errors)
 
 
-def _pointer(location: tuple[int | str, ...]) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in location)
+def _schema_words(model: Any) -> frozenset[str]:
+    """The property and definition names ``model``'s JSON schema declares (empty when it has none)."""
+    schema_of = getattr(model, "model_json_schema", None)
+    try:
+        schema = schema_of() if callable(schema_of) else {}
+    except (pydantic.PydanticUserError, TypeError, ValueError):
+        schema = {}
+    words: set[str] = set()
+    pending: list[object] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key in ("properties", "$defs", "definitions"):
+                named = node.get(key)
+                if isinstance(named, dict):
+                    words.update(name for name in named if isinstance(name, str))
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return frozenset(words)
+
+
+def _shown(part: int | str, words: frozenset[str]) -> str:
+    return str(part) if isinstance(part, int) or part in words else "*"
+
+
+def _pointer(location: tuple[int | str, ...], words: frozenset[str]) -> str:
+    return "".join("/" + _shown(part, words).replace("~", "~0").replace("/", "~1") for part in location)
+
+
+def _masked_path(path: str, words: frozenset[str]) -> str:
+    """A JSON Schema contract's error path (a JSON pointer) with undeclared keys masked."""
+    parts = [part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:]] if path else []
+    location = tuple(int(part) if part.isdigit() else part for part in parts)
+    return _pointer(location, words)

@@ -5,14 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
+from apcore import Registry
 from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
+from pydantic import BaseModel, ConfigDict
+
+from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.settings import Settings
 
 from tests._support.hostile import ACCEPT, MODERN, modern_headers, serving, tool_call
+from tests._support.log_capture import every_record
 from tests._support.results import text_of
+from tests._support.sessions import Inbox, open_session
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -74,3 +82,40 @@ async def test_100_mb_of_output_is_refused_and_health_keeps_answering() -> None:
     print(
         f"\n100 MB output x2: {took:.3f}s; /health during it: max {max(latencies) * 1000:.1f} ms over {len(latencies)}"
     )
+
+
+class Nothing(BaseModel):
+    pass
+
+
+class Balances(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    by_account: dict[str, int]
+
+
+class KeyedBalances:
+    """A mismatching output whose keys are the data: an account number and an address."""
+
+    description = "Returns balances keyed by account, one of them not a number, and a stray key"
+    input_schema = Nothing
+    output_schema = Balances
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"by_account": {"DE89370400440532013000": "n/a"}, "alice@example.com": 1}
+
+
+@pytest.mark.parametrize("route", ["memory", "memory-modern"])
+async def test_a_mismatching_output_never_names_its_own_keys(route: str) -> None:
+    registry = Registry()
+    registry.register("bank.balances", KeyedBalances())
+    bridge = Bridge.build(registry, Settings())
+    with every_record() as logs:
+        async with BridgeService(bridge), open_session(route, bridge, Inbox()) as client:
+            result = await client.call_tool("bank.balances", {})
+    assert result.is_error is True
+    assert text_of(result) == (  # was "field 'by_account.DE89370400440532013000': ..."
+        "The module's output does not match its schema: "
+        "field 'by_account.*': Input should be a valid integer; field '*': Extra inputs are not permitted"
+    )
+    leaked = [line for line in logs.rendered if "DE89370400440532013000" in line or "alice@example.com" in line]
+    assert leaked == []
