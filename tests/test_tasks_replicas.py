@@ -12,21 +12,23 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from apcore_mcp.task_runs import REPLICA_GONE
+from apcore_mcp.task_runs import REPLICA_GONE, STORE_AWAY
 from apcore_mcp.testing import apcore_server, start_server
 
 from tests._support.replicas import RedisServer, Replica, redis_running
 from tests._support.sessions import running_http
-from tests._support.tasks import Seen, Wire, task_executor
+from tests._support.tasks import HANDSHAKE, CountingStore, Seen, Wire, gate_executor, task_executor
 
 EXTENSIONS = Path(__file__).resolve().parent / "task_extensions"
 LEASE = 1.5
+WAITERS = 20
 
 
 def start(name: str, workdir: Path, redis: RedisServer) -> Replica:
@@ -142,9 +144,7 @@ async def test_concurrent_starts_cannot_pass_a_callers_bound_on_redis(tmp_path: 
         bridge = Bridge.build(task_executor(Seen()), Settings(redis_url=redis.url, task_max_count=4))
         async with running_http(bridge) as url:
             wire = Wire(url)
-            started = await asyncio.gather(
-                *(wire.call("jobs.steps", {"steps": 100, "delay": 0.05}) for _ in range(6))
-            )
+            started = await asyncio.gather(*(wire.call("jobs.steps", {"steps": 100, "delay": 0.05}) for _ in range(6)))
             created = [reply["result"]["taskId"] for reply in started if "result" in reply]
             refused = [reply["error"] for reply in started if "error" in reply]
             assert len(created) == 2  # half of task_max_count, for one caller
@@ -152,3 +152,58 @@ async def test_concurrent_starts_cannot_pass_a_callers_bound_on_redis(tmp_path: 
             for task_id in created:
                 await wire.rpc("tasks/cancel", {"taskId": task_id})
 
+
+async def test_a_task_ending_while_redis_is_away_reads_failed_once_it_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis restarts empty (no persistence) while the task ends: the record is written again, ``failed``."""
+    gate = asyncio.Event()
+    with redis_running(tmp_path / "redis") as redis:
+        bridge = Bridge.build(gate_executor(gate), Settings(redis_url=redis.url, task_lease=LEASE))
+        async with running_http(bridge) as url:
+            wire = Wire(url)
+            task_id = (await wire.call("jobs.gate", {}))["result"]["taskId"]
+            redis.stop()
+            gate.set()
+            await _logged(caplog, "Task store unreachable: task")  # the work ended, Redis away
+            await asyncio.sleep(LEASE)  # past the lease: the other replicas would answer failed by now
+            redis.start()  # the same port, empty
+            answer: dict[str, Any] = {}
+            deadline = time.monotonic() + 10  # the record comes back within lease / 3 of Redis
+            while answer.get("result", {}).get("status") != "failed" and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                answer = await wire.rpc("tasks/get", {"taskId": task_id})
+    assert "result" in answer, answer  # not "Task not found"
+    assert answer["result"]["statusMessage"] == STORE_AWAY
+    assert answer["result"]["error"] == {"code": -32603, "message": STORE_AWAY}
+
+
+async def test_result_waiters_on_another_replica_wake_when_the_task_ends(tmp_path: Path) -> None:
+    gate = asyncio.Event()
+    with redis_running(tmp_path / "redis") as redis:
+        settings = Settings(redis_url=redis.url)
+        a, b = Bridge.build(gate_executor(gate), settings), Bridge.build(gate_executor(gate), settings)
+        async with running_http(a) as url_a, running_http(b) as url_b:
+            on_a, on_b = Wire(url_a, era=HANDSHAKE), Wire(url_b, era=HANDSHAKE)
+            await on_a.open()
+            await on_b.open()
+            task_id = (await on_a.call("jobs.gate", {}, task={}))["result"]["task"]["taskId"]
+            runner = b.parts.tasks
+            assert runner is not None
+            counting = CountingStore(runner.store)
+            with runner.using(counting):
+                waiting = [asyncio.create_task(on_b.rpc("tasks/result", {"taskId": task_id})) for _ in range(WAITERS)]
+                async with asyncio.timeout(20):
+                    while counting.reads < WAITERS:
+                        await asyncio.sleep(0.02)
+                    await asyncio.sleep(1.0)
+                    assert counting.reads < 2 * WAITERS, f"{counting.reads} Redis reads by {WAITERS} waiters"
+                    gate.set()  # the task ends on a; b's waiters hear it from Redis
+                    answers = await asyncio.gather(*waiting)
+    assert [answer["result"]["structuredContent"] for answer in answers] == [{"opened": True}] * WAITERS
+
+
+async def _logged(caplog: pytest.LogCaptureFixture, text: str) -> None:
+    async with asyncio.timeout(10):
+        while text not in caplog.text:
+            await asyncio.sleep(0.02)

@@ -9,6 +9,12 @@ produced a result: refused, or it needed to ask the client) or ``cancelled``.
 With a shared store, the replica running a task renews its lease every ``lease / 3`` seconds and
 acts on cancellations asked on other replicas. A replica that dies stops renewing: once the
 lease is past, every replica answers the task as ``failed`` (``REPLICA_GONE``); the work is lost.
+A task that ends while the store is away keeps its final record here and writes it once the
+store is back (also where Redis restarted empty); back after the lease, it writes ``failed``
+(``STORE_AWAY``) instead, as the other replicas will have answered meanwhile.
+
+``end_of`` lets ``tasks/result`` sleep until a task ends: an event per waited task, set when
+the task ends here, or when the store says another replica ended it (``watch_ends``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +47,9 @@ logger = logging.getLogger(__name__)
 LEASE_SECONDS = 15.0
 REPLICA_GONE = "The server running this task stopped before it finished; the work was lost. Call the tool again."
 CANNOT_ASK = "This tool asks the client for input, which a task cannot do; call it without a task"
+STORE_AWAY = (
+    "The task ended while the task store (Redis) was unreachable; its result was not kept. Call the tool again."
+)
 STOPPED = "The task's work ended before producing a result (the server stopped, or an internal error)"
 INTERNAL = -32603
 
@@ -89,6 +98,10 @@ def _no_result(outcome: CallOutcome) -> bool:
 class _Running:
     call: CallContext
     owner: str
+    record: TaskRecord
+    """As created: the base of the final record when the store cannot give the current one."""
+    lease_until: float | None
+    """The lease the store last accepted: the other replicas answer ``failed`` past it."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancelled: bool = False
     """Cancelled by ``tasks/cancel`` (not by the service stopping, which fails the task)."""
@@ -118,6 +131,7 @@ class TaskRunner:
         self.max_per_caller = max_per_caller
         """Tasks one caller may have running here, so that no caller takes every record."""
         self._running: dict[str, _Running] = {}
+        self._ends: dict[str, tuple[anyio.Event, int]] = {}  # per task someone waits on: its event, its waiters
 
     @property
     def serving(self) -> bool:
@@ -129,6 +143,7 @@ class TaskRunner:
         async with anyio.create_task_group() as group:
             self._group = group
             group.start_soon(self._renew_leases)
+            group.start_soon(self.store.watch_ends, self._ended)
             try:
                 yield
             finally:
@@ -179,7 +194,9 @@ class TaskRunner:
             updated_at=now,
             lease_until=now + self.lease if self.store.shared else None,
         )
-        running = self._running[record.task_id] = _Running(call, owner)  # counted before the store's await
+        running = self._running[record.task_id] = _Running(
+            call, owner, record, record.lease_until
+        )  # counted before the store's await
         try:
             await self.store.create(record)
         except BaseException:
@@ -209,8 +226,32 @@ class TaskRunner:
         record.status, record.status_message, record.updated_at = "cancelled", "Cancelled", self._clock()
         record.lease_until = None
         await self.store.put(record)
+        self._ended(record.task_id)
         if not self._stop(record.task_id):
             await self.store.request_cancel(record.task_id)
+
+    @contextlib.contextmanager
+    def end_of(self, task_id: str) -> Iterator[anyio.Event]:
+        """An event set when the task ends here, or when the store says another replica ended it.
+
+        Take it before looking at the task, so that no end falls between the look and the wait.
+        """
+        event, waiters = self._ends.get(task_id, (anyio.Event(), 0))
+        self._ends[task_id] = (event, waiters + 1)
+        try:
+            yield event
+        finally:
+            kept = self._ends.get(task_id)
+            if kept is not None and kept[0] is event:  # the last waiter out: nothing kept per task
+                if kept[1] <= 1:
+                    del self._ends[task_id]
+                else:
+                    self._ends[task_id] = (event, kept[1] - 1)
+
+    def _ended(self, task_id: str) -> None:
+        kept = self._ends.pop(task_id, None)
+        if kept is not None:
+            kept[0].set()
 
     def _stop(self, task_id: str) -> bool:
         running = self._running.get(task_id)
@@ -237,11 +278,12 @@ class TaskRunner:
             if running.cancelled:
                 status, outcome = "cancelled", None
             with anyio.CancelScope(shield=True):  # also when the service stops: the record says so
-                await self._settle(task_id, status, outcome)
+                await self._settle(running, status, outcome)
 
-    async def _settle(self, task_id: str, status: TaskStatus, outcome: CallOutcome | None) -> None:
-        record = await self._load(task_id)
-        if record is None or record.terminal:
+    async def _settle(self, running: _Running, status: TaskStatus, outcome: CallOutcome | None) -> None:
+        # Unreachable or missing (a shared store restarted empty): the record as created is the base.
+        record = await self._load(running.record.task_id) or TaskRecord.loads(running.record.dumps())
+        if record.terminal:
             return
         record.status, record.updated_at, record.lease_until = status, self._clock(), None
         if status == "completed" and outcome is not None and (outcome.input_required or outcome.missing_capability):
@@ -254,7 +296,44 @@ class TaskRunner:
             record.status_message, record.error = message, {"code": INTERNAL, "message": message}
         else:
             record.status_message = "Cancelled"
-        await self._save(record)
+        await self._finish(record, running.lease_until)
+
+    async def _finish(self, record: TaskRecord, lease_until: float | None) -> None:
+        """The final write; while the store is away, retried later (not here: this runs shielded)."""
+        try:
+            await self.store.finish(record)
+        except TaskStoreFull:
+            await self._save(record)  # the too-large path: the task reads failed
+        except TaskStoreUnavailable:
+            logger.warning(
+                "Task store unreachable: task %s... ended; its record is written when it is back", record.task_id[:6]
+            )
+            if self._group is not None:
+                self._group.start_soon(self._finish_later, record, lease_until)
+            return
+        self._ended(record.task_id)
+
+    async def _finish_later(self, record: TaskRecord, lease_until: float | None) -> None:
+        """Retry the final write until the record's retention ends (bounded), backing off to ``lease / 3``.
+
+        Past the lease the store last accepted, other replicas may have answered ``failed`` already:
+        the record then says ``failed`` too, so no one sees a task fail and later complete.
+        """
+        delay = 0.05
+        while self._clock() < record.expires_at:
+            await anyio.sleep(delay)
+            delay = min(delay * 2, self.lease / 3)
+            if lease_until is not None and self._clock() >= lease_until and record.status != "failed":
+                record.result, record.status, record.status_message = None, "failed", STORE_AWAY
+                record.error = {"code": INTERNAL, "message": STORE_AWAY}
+            try:
+                await self.store.finish(record)
+            except TaskStoreUnavailable:
+                continue
+            except TaskStoreFull:
+                await self._save(record)
+            self._ended(record.task_id)
+            return
 
     async def _progress(self, task_id: str, progress: float, total: float | None, message: str | None) -> None:
         record = await self._load(task_id)
@@ -270,15 +349,16 @@ class TaskRunner:
             await anyio.sleep(self.lease / 3)
             if not self.store.shared:
                 continue
-            for task_id in list(self._running):
-                with contextlib.suppress(TaskStoreUnavailable):
+            for task_id, running in list(self._running.items()):
+                with contextlib.suppress(TaskStoreUnavailable, TaskStoreFull):
                     if await self.store.cancel_requested(task_id):
                         self._stop(task_id)
                         continue
                     record = await self.store.get(task_id)
                     if record is not None and not record.terminal:
                         record.lease_until = self._clock() + self.lease
-                        await self._save(record)
+                        await self.store.put(record)
+                        running.lease_until = record.lease_until
 
     async def _load(self, task_id: str) -> TaskRecord | None:
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import anyio
+
 from apcore_mcp.tasks import TaskRecord, TaskStoreFull
 
 
@@ -48,6 +50,12 @@ class MemoryTaskStore:
         kept = self._records.get(record.task_id)
         if kept is not None and not kept[0].terminal:  # a finished task's record is final
             self._store(record)
+
+    async def finish(self, record: TaskRecord) -> None:
+        await self.put(record)  # a record missing here has expired: it stays gone
+
+    async def watch_ends(self, on_end: Callable[[str], None]) -> None:
+        await anyio.sleep_forever()  # one process: its runner sees every end itself
 
     async def request_cancel(self, task_id: str) -> None:
         if task_id in self._records:

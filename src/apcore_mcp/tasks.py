@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -41,6 +41,19 @@ def task_support(annotations: object) -> TaskSupport:
     extra = getattr(annotations, "extra", None)
     value = extra.get(TASK_SUPPORT_KEY) if isinstance(extra, Mapping) else None
     return value if value in ("optional", "required") else "forbidden"
+
+
+def requested_ttl(value: object) -> int | None:
+    """A client's requested retention in milliseconds (``None``: not asked), checked once for every era.
+
+    Raises:
+        ValueError: not a positive integer (``true`` is not 1, ``1.5`` and ``-1`` are no retention).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"task ttl must be a positive integer of milliseconds, not {json.dumps(value)[:32]}")
+    return value
 
 
 def owner_key(caller: str) -> str:
@@ -112,6 +125,22 @@ class TaskStore(Protocol):
 
         Raises:
             TaskStoreFull: the new version does not fit.
+        """
+        ...  # pragma: no cover
+
+    async def finish(self, record: TaskRecord) -> None:
+        """Write a task's final record: as ``put``, and also where the record went missing before its
+        expiry (a shared store that restarted empty), so the task is not lost while its retention lasts.
+
+        Raises:
+            TaskStoreFull: the final version does not fit.
+        """
+        ...  # pragma: no cover
+
+    async def watch_ends(self, on_end: Callable[[str], None]) -> None:
+        """Call ``on_end(task_id)`` for tasks that other replicas finished or cancelled; runs until cancelled.
+
+        Best effort (a message may be lost while the store is away): waiters also look again now and then.
         """
         ...  # pragma: no cover
 

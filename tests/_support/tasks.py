@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict, Field
 
 from apcore_mcp import report_progress
-from apcore_mcp.tasks import TASKS_EXTENSION
+from apcore_mcp.tasks import TASKS_EXTENSION, TaskRecord, TaskStore
 
 from tests._support.modules import make_executor, module_of
 
@@ -117,6 +117,50 @@ def task_registry(seen: Seen) -> Registry:
 
 def task_executor(seen: Seen) -> Any:
     return make_executor(task_registry(seen))
+
+
+def gate_executor(gate: asyncio.Event) -> Any:
+    """``jobs.gate`` (optional task): waits until the test sets ``gate``, then returns ``{"opened": true}``."""
+
+    async def gate_job() -> dict[str, Any]:
+        await gate.wait()
+        return {"opened": True}
+
+    registry = Registry()
+    annotations = ModuleAnnotations(extra={"mcp.task_support": "optional"})
+    registry.register("jobs.gate", module_of(gate_job, annotations=annotations, description="Gate"))
+    return make_executor(registry)
+
+
+class CountingStore:
+    """A ``TaskStore`` counting its reads (``get``), everything else done by ``store``."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.shared = store.shared
+        self.reads = 0
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        self.reads += 1
+        return await self.store.get(task_id)
+
+    async def create(self, record: TaskRecord) -> None:
+        await self.store.create(record)
+
+    async def put(self, record: TaskRecord) -> None:
+        await self.store.put(record)
+
+    async def finish(self, record: TaskRecord) -> None:
+        await self.store.finish(record)
+
+    async def watch_ends(self, on_end: Callable[[str], None]) -> None:
+        await self.store.watch_ends(on_end)
+
+    async def request_cancel(self, task_id: str) -> None:
+        await self.store.request_cancel(task_id)
+
+    async def cancel_requested(self, task_id: str) -> bool:
+        return await self.store.cancel_requested(task_id)
 
 
 # -- the SDK client, with a tasks extension ---------------------------------------------------

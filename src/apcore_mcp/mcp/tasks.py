@@ -15,6 +15,7 @@ to anyone else, and once the caller lost the tool's scope, it does not exist (-3
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -36,12 +37,14 @@ from apcore_mcp.tasks import (
     TaskStoreFull,
     TaskStoreUnavailable,
     iso,
+    requested_ttl,
     task_support,
 )
 
 RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 NOT_FOUND = "Task not found"
-RESULT_WAIT_STEP = 0.2
+RESULT_LOOK_SECONDS = 2.0
+"""How often a ``tasks/result`` waiter looks at its task anyway: a lapsed lease, an expiry, a lost end message."""
 
 
 class TaskParams(types.RequestParams):
@@ -102,6 +105,17 @@ def detailed_task(record: TaskRecord) -> dict[str, Any]:
     return answer
 
 
+def _requested_ttl(params: Mapping[str, Any], *, modern: bool) -> int | None:
+    """The retention a ``tools/call`` asks for: 2025-11-25's ``task.ttl`` (the 2026-07-28 extension
+    has the server choose it, so a modern request's ``task`` is not read); -32602 unless a positive integer."""
+    if modern:
+        return None
+    try:
+        return requested_ttl(params.get("task", {}).get("ttl"))
+    except ValueError as exc:
+        raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+
+
 class TaskEndpoints:
     """The ``tools/call`` middleware that starts tasks, and the ``tasks/*`` handlers."""
 
@@ -159,17 +173,16 @@ class TaskEndpoints:
         assert call is not None
         if self.runner.router.authorization.check(name, call) is not None:
             return await call_next(ctx)  # refused as any call of it is
-        requested = params.get("task", {}).get("ttl") if not modern else None
-        task = await self._start(name, params.get("arguments"), call, requested)
+        task = await self._start(name, params.get("arguments"), call, _requested_ttl(params, modern=modern))
         if modern:
             return {"resultType": "task", **task_fields(task, modern=True)}
         return {"task": task_fields(task, modern=False)}
 
-    async def _start(self, name: str, arguments: Any, call: CallContext, ttl: Any) -> TaskRecord:
+    async def _start(self, name: str, arguments: Any, call: CallContext, ttl: int | None) -> TaskRecord:
         if arguments is not None and not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="arguments must be an object")
         try:
-            return await self.runner.start(name, arguments, call, ttl_ms=ttl if isinstance(ttl, int) else None)
+            return await self.runner.start(name, arguments, call, ttl_ms=ttl)
         except TaskStoreFull as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"Task not started: {exc}") from None
         except TaskStoreUnavailable:
@@ -219,10 +232,13 @@ class TaskEndpoints:
         """2025-11-25 only: wait for the end (bounded by the task's retention), then its result."""
         if is_modern(ctx):
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data="tasks/result")
-        record = await self._find(ctx, params.task_id)
-        while not record.terminal:  # ends: a record is gone (not found) once its retention passed
-            await anyio.sleep(min(RESULT_WAIT_STEP, record.poll_ms / 1000))
-            record = await self._find(ctx, params.task_id)
+        while True:  # ends: a record is gone (not found) once its retention passed
+            with self.runner.end_of(params.task_id) as ended:  # woken by the task's end, not by polling
+                record = await self._find(ctx, params.task_id)
+                if record.terminal:
+                    break
+                with anyio.move_on_after(RESULT_LOOK_SECONDS):
+                    await ended.wait()
         related = {RELATED_TASK_KEY: {"taskId": record.task_id}}
         if record.status == "completed" and record.result is not None:
             return {**record.result, "_meta": {**(record.result.get("_meta") or {}), **related}}
