@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.mcp import tasks as mcp_tasks
 from apcore_mcp.settings import Settings
 from apcore_mcp.task_runs import REPLICA_GONE, STORE_AWAY
 from apcore_mcp.testing import apcore_server, start_server
@@ -178,7 +179,10 @@ async def test_a_task_ending_while_redis_is_away_reads_failed_once_it_is_back(
     assert answer["result"]["error"] == {"code": -32603, "message": STORE_AWAY}
 
 
-async def test_result_waiters_on_another_replica_wake_when_the_task_ends(tmp_path: Path) -> None:
+async def test_result_waiters_on_another_replica_wake_when_the_task_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_tasks, "RESULT_LOOK_SECONDS", 3600.0)  # only the end's message from Redis wakes them
     gate = asyncio.Event()
     with redis_running(tmp_path / "redis") as redis:
         settings = Settings(redis_url=redis.url)

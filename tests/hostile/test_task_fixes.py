@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.mcp import tasks as mcp_tasks
 from apcore_mcp.settings import Settings
 
 from tests._support.sessions import running_http
@@ -34,7 +37,10 @@ async def test_a_ttl_that_is_not_a_positive_integer_is_refused() -> None:
         assert unasked["ttl"] == 3_600_000  # no request: the task_ttl setting
 
 
-async def test_many_result_waiters_sleep_until_the_end_and_all_get_the_result() -> None:
+async def test_many_result_waiters_sleep_until_the_end_and_all_get_the_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(mcp_tasks, "RESULT_LOOK_SECONDS", 3600.0)  # only the task's end wakes them
     gate = asyncio.Event()
     bridge = Bridge.build(gate_executor(gate), Settings())
     runner = bridge.parts.tasks
