@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import uvicorn
@@ -80,6 +81,15 @@ def sse_payload(text: str) -> dict[str, Any]:
     data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
     message: dict[str, Any] = json.loads(data[-1] if data else text)
     return message
+
+
+async def sse_data(lines: AsyncIterator[str], needle: str) -> str:
+    """The first ``data:`` line of a legacy SSE stream holding ``needle`` (within 10 s)."""
+    with anyio.fail_after(10):
+        while True:
+            line = await anext(lines)
+            if line.startswith("data:") and needle in line:
+                return line.removeprefix("data:").strip()
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

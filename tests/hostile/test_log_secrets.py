@@ -14,16 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import httpx
 import pytest
 from apcore import Registry
 
 from tests._support.auth import api_key_entry
-from tests._support.hostile import ACCEPT, INIT, modern_headers, serving, tool_call
+from tests._support.hostile import ACCEPT, INIT, modern_headers, serving, sse_data, tool_call
 from tests._support.log_capture import every_record
 from tests._support.services import STYLES, TOOL, service
 from tests._support.sessions import Inbox, call_text, open_session
@@ -71,20 +69,11 @@ async def send_secrets(url: str) -> None:
         async with http.stream("GET", f"{url}/sse", headers=good) as stream:
             assert stream.status_code == 200
             lines = stream.aiter_lines()  # held open (not closed by leaving a loop) until the POST is answered
-            endpoint = await _data(lines, "/messages/")
+            endpoint = await sse_data(lines, "/messages/")
             message = {**INIT, "params": {**INIT["params"], "requestState": STATE_SSE}}
             posted = await http.post(f"{url}{endpoint}", json=message, headers=good)
             assert posted.status_code == 202, posted.text
-            assert '"protocolVersion"' in await _data(lines, '"id":0')  # answered on the stream
-
-
-async def _data(lines: AsyncIterator[str], needle: str) -> str:
-    """The first ``data:`` line of the event stream holding ``needle``."""
-    with anyio.fail_after(10):
-        while True:
-            line = await anext(lines)
-            if line.startswith("data:") and needle in line:
-                return line.removeprefix("data:").strip()
+            assert '"protocolVersion"' in await sse_data(lines, '"id":0')  # answered on the stream
 
 
 @pytest.mark.parametrize("style", STYLES)

@@ -12,10 +12,9 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 
-import anyio
 import httpx
 
-from tests._support.hostile import INIT, open_session, serving, session_headers
+from tests._support.hostile import INIT, open_session, serving, session_headers, sse_data
 from tests._support.log_capture import every_record
 
 MAX_BODY = 64 * 1024
@@ -45,19 +44,10 @@ CLIENT_LOGGERS = ("httpx", "httpcore")
 """The test's own HTTP client logs each request too: not the server's words."""
 
 
-async def _data(lines: AsyncIterator[str], needle: str) -> str:
-    """The first ``data:`` line of the event stream holding ``needle``."""
-    with anyio.fail_after(10):
-        while True:
-            line = await anext(lines)
-            if line.startswith("data:") and needle in line:
-                return line.removeprefix("data:").strip()
-
-
 async def _answered(http: httpx.AsyncClient, endpoint: str, lines: AsyncIterator[str], request_id: int) -> None:
     """A ``ping`` sent and its answer read from the stream: what the session was sent before is handled."""
     assert (await http.post(endpoint, json={"jsonrpc": "2.0", "id": request_id, "method": "ping"})).status_code == 202
-    await _data(lines, f'"id":{request_id}')
+    await sse_data(lines, f'"id":{request_id}')
 
 
 def _servers(records: list[logging.LogRecord]) -> list[logging.LogRecord]:
@@ -70,9 +60,9 @@ async def test_malformed_messages_are_4xx_and_quiet_and_the_session_goes_on() ->
         async with serving(max_body_bytes=MAX_BODY) as (url, _bridge), httpx.AsyncClient(timeout=10) as http:
             async with http.stream("GET", f"{url}/sse") as stream:
                 lines = stream.aiter_lines()
-                endpoint = f"{url}{await _data(lines, '/messages/')}"
+                endpoint = f"{url}{await sse_data(lines, '/messages/')}"
                 assert (await http.post(endpoint, json=INIT)).status_code == 202
-                await _data(lines, '"id":0')
+                await sse_data(lines, '"id":0')
                 initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
                 assert (await http.post(endpoint, json=initialized)).status_code == 202
                 await _answered(http, endpoint, lines, 90)  # the notification has been handled (and logged)
@@ -99,7 +89,7 @@ async def test_malformed_messages_are_4xx_and_quiet_and_the_session_goes_on() ->
                 per_body.append(_servers(seen.records[mark:]))
                 listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
                 assert (await http.post(endpoint, json=listing)).status_code == 202
-                tools = json.loads(await _data(lines, '"id":1'))
+                tools = json.loads(await sse_data(lines, '"id":1'))
                 bad_phase = _servers(seen.records[before:])
     assert tools["result"]["tools"], tools  # a well-formed message still works after them
     shown = "\n".join(f"{r.levelname} {r.name}: {r.getMessage()[:160]}" for r in bad_phase)
