@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import ResourceTemplateReference
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
@@ -193,3 +194,33 @@ async def test_the_hidden_tools_are_there_for_a_caller_with_the_scope(url: str) 
     created = await carol.call("admin.job", ARGS)
     assert (echoed.is_error, purged.is_error) == (False, False)
     assert created["result"]["resultType"] == "task"
+
+
+# -- a hidden tool's documentation resource and its completion -------------------------------------
+
+
+async def read_docs(base: str, key: str, mode: str, module_id: str) -> Answer:
+    async with sdk_client(f"{base}/mcp", key, mode) as client:
+        try:
+            result = await client.read_resource(f"docs://{module_id}")
+        except MCPError as error:
+            return {"code": error.code, "message": error.message.replace(module_id, NAME)}
+    return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+async def docs_completions(base: str, key: str, mode: str) -> list[str]:
+    async with sdk_client(f"{base}/mcp", key, mode) as client:
+        ref = ResourceTemplateReference(type="ref/resource", uri="docs://{module_id}")
+        result = await client.complete(ref, {"name": "module_id", "value": "admin."})
+    return list(result.completion.values)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_hidden_tools_documentation_is_absent_and_never_completed(url: str, mode: str) -> None:
+    hidden, absent = await read_docs(url, ALICE, mode, "admin.echo"), await read_docs(url, ALICE, mode, ABSENT)
+    assert "code" in absent, absent
+    assert hidden == absent
+    assert await docs_completions(url, ALICE, mode) == []
+    # the one who may see the tool reads its documentation and is offered its id
+    assert "Echo repeats" in json.dumps(await read_docs(url, CAROL, mode, "admin.echo"))
+    assert "admin.echo" in await docs_completions(url, CAROL, mode)

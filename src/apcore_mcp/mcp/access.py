@@ -23,6 +23,7 @@ from apcore_mcp.authorization import Authorization
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.resources import not_found
 from apcore_mcp.principal import principal_of, request_identity
+from apcore_mcp.resources import DOCS_SCHEME, DOCS_TEMPLATE
 from apcore_mcp.views import viewed_module
 
 
@@ -47,19 +48,21 @@ class ToolAccess:
         return self.authorization.listed(principal.scopes if principal is not None else None, identity)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if not self.filter_list or ctx.method not in ("tools/list", "resources/list", "resources/read"):
+        if not self.filter_list or ctx.method not in _FILTERED:
             return await call_next(ctx)
         shown = self.listed(getattr(ctx.request, "scope", None), request_identity(ctx.request, self.default_identity))
         if ctx.method == "resources/read":
-            # A tool's view is seen by whoever sees the tool: the same answer as a view that does not exist.
+            # A tool's view and documentation are seen by whoever sees the tool: else absent ones' answer.
             uri = str((ctx.params or {}).get("uri", ""))
-            viewed = viewed_module(uri)
-            if viewed is not None and not shown(viewed):
+            owner = tool_of(uri)
+            if owner is not None and not shown(owner):
                 raise not_found(uri)
             return await call_next(ctx)
         result = await call_next(ctx)
         if not isinstance(result, dict):
             return result
+        if ctx.method == "completion/complete":
+            return _completed(result, ctx.params or {}, shown)
         if ctx.method == "resources/list":
             filtered = {**result, "resources": [item for item in result.get("resources", []) if _seen(item, shown)]}
         else:
@@ -67,6 +70,26 @@ class ToolAccess:
         if is_modern(ctx):
             filtered["cacheScope"] = "private"
         return filtered
+
+
+_FILTERED = ("tools/list", "resources/list", "resources/read", "completion/complete")
+
+
+def tool_of(uri: str) -> str | None:
+    """The tool a resource URI belongs to: its MCP Apps view or its ``docs://`` page (``None``: no tool's)."""
+    if uri.startswith(DOCS_SCHEME):
+        return uri[len(DOCS_SCHEME) :]
+    return viewed_module(uri)
+
+
+def _completed(result: dict[str, Any], params: Mapping[str, Any], shown: Callable[[str], bool]) -> dict[str, Any]:
+    """``docs://{module_id}``'s completions without the tools hidden from the caller."""
+    ref = params.get("ref") or {}
+    completion = result.get("completion")
+    if ref.get("uri") != DOCS_TEMPLATE or not isinstance(completion, dict):
+        return result
+    values = [value for value in completion.get("values", []) if shown(str(value))]
+    return {**result, "completion": {**completion, "values": values, "total": len(values), "hasMore": False}}
 
 
 def _seen(resource: Mapping[str, Any], shown: Callable[[str], bool]) -> bool:
