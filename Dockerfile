@@ -44,4 +44,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 # rewrite would trust any loopback peer.
 # --http: uvicorn's httptools protocol (the speed extra) with a deadline on request headers
 # (APCORE_MCP_HEADER_TIMEOUT) and their size bound; asyncio's loop, not uvloop (docs/performance.md says why).
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--loop", "asyncio", "--http", "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"]
+CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--loop", "asyncio", "--http", "apcore_mcp.run.protocol:TimedHttpToolsProtocol"]

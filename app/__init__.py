@@ -17,9 +17,9 @@ from apcore import Registry
 from starlette.applications import Starlette
 
 from apcore_mcp import create_app as create_mcp_app
-from apcore_mcp.env import settings_from_env
 from apcore_mcp.run.telemetry import TracingConfigError, configure_tracing
 from apcore_mcp.settings import configure_logging
+from apcore_mcp.settings.env import settings_from_env
 
 logger = logging.getLogger("apcore_mcp.app")
 

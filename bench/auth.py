@@ -29,9 +29,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls.principal import parse_api_key
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.tokens import ApiKeyVerifier, JwtVerifier, hash_api_key
-from apcore_mcp.principal import parse_api_key
 from apcore_mcp.run.serving import bind_socket, serving_http
 from apcore_mcp.settings import Settings
 from bench.common import median

@@ -23,11 +23,11 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.calls import CallRouter
-from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.results import call_result
 from apcore_mcp.openai import to_openai_tools, tools_from_records
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.catalog import ToolCatalog
 from bench.bare_server import build_bare_server
 from bench.common import median
 from bench.modules import ECHO_ID

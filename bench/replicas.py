@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from apcore_mcp.limits import BucketStore, MemoryBuckets
+from apcore_mcp.calls.limits import BucketStore, MemoryBuckets
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 from bench.common import REPO_ROOT, ServerSpec, free_port, median, running_server, stop_process, wait_port

@@ -26,7 +26,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.names import module_id
 from apcore_mcp.upstream.passthrough import mcp_result_of

@@ -28,11 +28,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from apcore_mcp.declared import default_of, options
-from apcore_mcp.env import LAUNCH_OPTIONS
-from apcore_mcp.errors import ErrorKind
+from apcore_mcp.calls.errors import ErrorKind
 from apcore_mcp.http.metrics import REASONS_BY_STATUS
 from apcore_mcp.settings import Option
+from apcore_mcp.settings.declared import default_of, options
+from apcore_mcp.settings.env import LAUNCH_OPTIONS
 from apcore_mcp.settings.option import old_spellings_note
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.views import APP_MIME_TYPE, EXTENSION_ID
+from apcore_mcp.tools.views import APP_MIME_TYPE, EXTENSION_ID
 
 from tests._support.apps import VIEW_PAGE, discovered, write_module
 from tests._support.sessions import running_http
@@ -110,7 +110,7 @@ async def test_a_view_object_declares_inline_html_and_the_origins_it_may_reach(t
 def served_without_view(caplog: pytest.LogCaptureFixture, tmp_path: Path, view: str) -> tuple[Bridge, str]:
     """The module ``demo.length`` with ``view``: served, listed without ``_meta.ui``; the WARNING's text."""
     write_module(tmp_path, "demo.length", view)
-    with caplog.at_level(logging.WARNING, logger="apcore_mcp.catalog"):
+    with caplog.at_level(logging.WARNING, logger="apcore_mcp.tools.catalog"):
         bridge = Bridge.build(discovered(tmp_path, 1))
     record = bridge.catalog.get("demo.length")
     assert record is not None and record.view is None
@@ -142,7 +142,7 @@ async def test_a_missing_view_file_serves_the_module_without_it_and_says_so(
         ("View(html='<p>x</p>', connect_domains=['http://a.example'])", "not an https origin"),
         ("View(html='<p>x</p>', connect_domains='https://a.example')", "a list of origins"),
         ("View(file='a.html', html='<p>x</p>')", "exactly one of file= and html="),
-        ("42", "a file name or an apcore_mcp.views.View"),
+        ("42", "a file name or an apcore_mcp.View"),
         ("'/etc/hostname'", "relative to the module's file"),
     ],
 )
@@ -171,7 +171,7 @@ class Page:
 def test_a_resource_module_may_not_take_a_view_uri(caplog: pytest.LogCaptureFixture) -> None:
     registry = Registry()
     registry.register("demo.page", Page())
-    with caplog.at_level(logging.WARNING, logger="apcore_mcp.catalog"):
+    with caplog.at_level(logging.WARNING, logger="apcore_mcp.tools.catalog"):
         bridge = Bridge.build(registry)
     assert bridge.catalog.module("demo.page") is None
     assert any("kept for module views" in record.getMessage() for record in caplog.records)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from apcore_mcp.http.explorer_views import FRAME_POLICY
+from apcore_mcp.http.explorer.views import FRAME_POLICY
 
 from tests._support.browser import ARTIFACTS, ERAS, choose_era, explorer
 from tests.test_examples import example_registry

@@ -17,6 +17,7 @@ import jwt
 import pytest
 import respx
 
+from apcore_mcp.calls.principal import parse_api_key
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.tokens import (
     ApiKeyVerifier,
@@ -26,7 +27,6 @@ from apcore_mcp.http.tokens import (
     VerifierUnavailable,
     load_static_key,
 )
-from apcore_mcp.principal import parse_api_key
 
 from tests._support.auth import (
     ALICE_KEY,

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.env import settings_from_env
+from apcore_mcp.calls.principal import stdio_identity
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.tokens import hash_api_key, load_static_key
-from apcore_mcp.principal import stdio_identity
 from apcore_mcp.run.cli import build_parser
 from apcore_mcp.settings import SettingError, Settings
+from apcore_mcp.settings.env import settings_from_env
 
 from tests._support.auth import ISSUER, JWKS_URL, api_key_entry, rsa_key
 from tests._support.modules import make_executor

@@ -16,10 +16,10 @@ from mcp import Client
 from pydantic import BaseModel, ConfigDict
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.calls import SERIALIZATION_ERROR
-from apcore_mcp.content import MCP_RESULT_KEY
+from apcore_mcp.calls.router import SERIALIZATION_ERROR
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.content import MCP_RESULT_KEY
 
 from tests._support.results import text_of
 

@@ -11,8 +11,8 @@ from apcore import Registry
 from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
-from apcore_mcp.catalog import ToolCatalog
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.catalog import ToolCatalog
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor, make_registry
 

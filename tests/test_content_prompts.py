@@ -13,8 +13,8 @@ from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.prompts import PromptFileError, load_prompts
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.prompts import PromptFileError, load_prompts
 
 from tests._support.results import block_text
 from tests._support.sessions import OpenClient

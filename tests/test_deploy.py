@@ -108,7 +108,7 @@ def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
     assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
     assert "--no-access-log" in cmd
     # request headers timed, on httptools (the image installs the speed extra)
-    assert option(cmd, "--http") == "apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol"
+    assert option(cmd, "--http") == "apcore_mcp.run.protocol:TimedHttpToolsProtocol"
     # forwarded headers trusted from the proxy only: never "*"
     trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
     env = final_stage().env()

@@ -13,9 +13,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from apcore_mcp.declared import options
-from apcore_mcp.env import LAUNCH_OPTIONS
 from apcore_mcp.settings import SettingError, Settings
+from apcore_mcp.settings.declared import options
+from apcore_mcp.settings.env import LAUNCH_OPTIONS
 
 from tests._support.deploy import DEPLOY, REPO, final_stage, image_cmd, option
 
@@ -195,7 +195,7 @@ def test_compose_replicas_profile_is_two_replicas_and_redis_behind_nginx() -> No
 
 
 def _parsed(opt: Any, text: str) -> Any:
-    from apcore_mcp.env import PARSERS
+    from apcore_mcp.settings.env import PARSERS
 
     return PARSERS[opt.kind](text)
 

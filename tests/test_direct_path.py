@@ -33,11 +33,11 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import BaseModel
 
 import apcore_mcp.http.direct as direct_module
+from apcore_mcp import _sdk as sdk_internals
 from apcore_mcp import sample
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls.limits import RATE_LIMITED
 from apcore_mcp.http.direct import DIRECT_METHODS
-from apcore_mcp.limits import RATE_LIMITED
-from apcore_mcp.mcp import sdk_internals
 from apcore_mcp.settings import Settings
 
 from tests._support.hostile import MODERN, MODERN_META, samples

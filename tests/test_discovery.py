@@ -255,7 +255,7 @@ def wrong_registry() -> Registry:
 async def test_registered_wrongly_is_a_warning_not_an_empty_schema(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="apcore_mcp"):
         bridge = Bridge.build(wrong_registry())
-    lines = [record.getMessage() for record in caplog.records if record.name == "apcore_mcp.catalog"]
+    lines = [record.getMessage() for record in caplog.records if record.name == "apcore_mcp.tools.catalog"]
     for module_id, (_, reason, file) in REGISTERED.items():
         [line] = [line for line in lines if f"module '{module_id}'" in line]
         assert reason in line, line

@@ -36,10 +36,10 @@ import yaml
 from mcp import Client
 from scripts.update_docs import TABLES, stale_pages
 
-from apcore_mcp.declared import options
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.declared import options
 from apcore_mcp.testing import RunningServer, command_server, start_server
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 
 from tests._support.browser import launched_browser
 from tests._support.node import SDK_VERSION, run_ts_client

@@ -20,8 +20,8 @@ from apcore.errors import (
 )
 from pydantic import BaseModel
 
-from apcore_mcp.errors import INTERNAL_ERROR, to_safe_error
-from apcore_mcp.records import build_record
+from apcore_mcp.calls.errors import INTERNAL_ERROR, to_safe_error
+from apcore_mcp.tools.records import build_record
 
 from tests._support.modules import module_of
 

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.context import call_context
+from apcore_mcp.calls.context import call_context
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
 

@@ -1,5 +1,6 @@
-"""Imports flow one way, down the rooms of docs/architecture.md: ``run/``, ``http/``, ``bridge/``,
-then the edges (``mcp/``, ``upstream/``, ``replicas/``), ``pipeline/`` and the core.
+"""Imports flow one way, down the rooms drawn in docs/architecture.md: ``run/``, ``http/``,
+``bridge/``, the edges (``upstream/``, ``replicas/``, ``mcp/``), then the core's own rooms
+(``tasks/``, ``pipeline/``, ``openai/``, ``settings/``, ``calls/``, ``tools/``) and the leaves.
 
 Every module under ``src/apcore_mcp`` is parsed with ``ast`` (nothing is imported). An import
 of ``a.b`` counts as an edge to ``a.b`` only, not to the packages above it, and
@@ -12,6 +13,7 @@ loaded. ``python tests/test_layering.py`` prints the figures.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -88,33 +90,57 @@ def imports() -> list[Import]:
     return found
 
 
+ROOMS_DOC = SOURCE.parent.parent / "docs" / "architecture.md"
+
+PUBLIC_FACES = {f"{ROOT}.context": "calls"}
+"""Root modules that are a room's public face, re-exporting it: they belong to that room."""
+
+
 def layer(module: str) -> str:
-    """``http``, ``run``, ``mcp``, another subpackage's name, or ``core`` for top-level modules."""
+    """The room of a module: its subpackage's name, a public face's room, or ``leaves`` for the
+    package root's own modules (``_``-prefixed, ``types``)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and module_names()[module].name == "__init__.py") else "core"
+    if len(parts) > 2 or (len(parts) == 2 and module_names()[module].name == "__init__.py"):
+        return parts[1]
+    return PUBLIC_FACES.get(module, "leaves")
 
 
-ABOVE_THE_EDGES = {"http", "run", "bridge"}
-AGAINST = {
-    "run": set(),
-    "http": {"run"},
-    "bridge": {"http", "run"},
-    "mcp": ABOVE_THE_EDGES,
-    "upstream": ABOVE_THE_EDGES,
-    "replicas": ABOVE_THE_EDGES,
-    "pipeline": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas"},
-    "core": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas"},
-    "settings": ABOVE_THE_EDGES | {"mcp", "upstream", "replicas", "pipeline"},
+MAY_IMPORT: dict[str, set[str]] = {
+    "testing": {"run", "http", "bridge", "upstream", "replicas", "mcp", "settings", "calls", "tools"},
+    "run": {"http", "bridge", "upstream", "replicas", "mcp", "tasks", "pipeline", "settings", "calls", "tools"},
+    "http": {"bridge", "upstream", "replicas", "mcp", "tasks", "pipeline", "openai", "settings", "calls", "tools"},
+    "bridge": {"upstream", "replicas", "mcp", "tasks", "pipeline", "openai", "settings", "calls", "tools"},
+    "upstream": {"settings", "calls", "tools"},
+    "replicas": {"mcp", "tasks", "settings", "calls", "tools"},
+    "mcp": {"tasks", "settings", "calls", "tools"},
+    "tasks": {"calls", "tools"},
+    "pipeline": {"calls", "tools"},
+    "openai": {"tools"},
+    "settings": {"calls"},  # only calls.principal: see test_the_settings_import_downward_only
+    "calls": {"tools"},
+    "tools": set(),
+    "leaves": set(),
 }
-"""Rooms each room must not import: what is above it (the architecture page's order)."""
+"""The rooms each room may import (besides its own modules and the leaves): the drawing of
+docs/architecture.md, top to bottom. ``tools`` imports no ``calls``, ``calls`` no ``tasks``,
+``openai`` reads ``tools`` only, and no edge imports ``bridge`` or what is above it."""
 
 
 ENTRY_POINTS = {ROOT, f"{ROOT}.__main__"}
 """``import apcore_mcp`` and ``python -m apcore_mcp``: above every room, so they may import any."""
 
+MAX_LOOSE_PUBLIC = 6
+"""Public modules the package root may hold besides ``__init__``, ``__main__`` and ``types``."""
+
 
 def against_layering(found: list[Import]) -> list[Import]:
-    return [i for i in found if layer(i.target) in AGAINST.get(layer(i.source), set()) and i.source not in ENTRY_POINTS]
+    """Imports of a room the importing room may not import."""
+    return [
+        i
+        for i in found
+        if i.source not in ENTRY_POINTS
+        and layer(i.target) not in {layer(i.source), "leaves", *MAY_IMPORT[layer(i.source)]}
+    ]
 
 
 def cycles(found: list[Import]) -> set[tuple[str, ...]]:
@@ -160,17 +186,58 @@ def test_the_graph_sees_known_edges() -> None:
     found = {(i.source, i.target): i for i in imports()}
     assert not found[("apcore_mcp.run.serve", "apcore_mcp.run.serving")].lazy
     assert found[("apcore_mcp.bridge.service", "apcore_mcp.replicas.shared")].lazy
-    assert ("apcore_mcp.records", "apcore_mcp.behaviour") in found
+    assert ("apcore_mcp.tools.records", "apcore_mcp.tools.behaviour") in found
     assert ("apcore_mcp.bridge.upstreams", "apcore_mcp.http.toolsets") not in found
     assert cycles([Import("a", "b", 1, False), Import("b", "a", 1, False)]) == {("a", "b")}
 
 
 def test_the_settings_import_downward_only() -> None:
-    """The settings package imports its own modules and three leaves of the core, never the server or the limits."""
-    leaves = {"apcore_mcp._version", "apcore_mcp.addresses", "apcore_mcp.principal"}
+    """The settings import their own modules, the leaves and one module of the call path (the
+    parsers of scopes and keys), never the server or the limits."""
     found = imports()
-    outside = [i for i in found if layer(i.source) == "settings" != layer(i.target) and i.target not in leaves]
+    outside = [
+        i
+        for i in found
+        if layer(i.source) == "settings"
+        and layer(i.target) not in {"settings", "leaves"}
+        and i.target != f"{ROOT}.calls.principal"
+    ]
     assert outside == []
+
+
+def test_the_check_fails_on_a_violation() -> None:
+    inward = [
+        Import(f"{ROOT}.tools.records", f"{ROOT}.calls.router", 1, lazy=True),
+        Import(f"{ROOT}.calls.router", f"{ROOT}.tasks.runner", 1, lazy=False),
+        Import(f"{ROOT}.openai", f"{ROOT}.calls.errors", 1, lazy=False),
+        Import(f"{ROOT}.mcp.server", f"{ROOT}.bridge.core", 1, lazy=False),
+    ]
+    assert against_layering(inward) == inward
+    assert against_layering([Import(f"{ROOT}.calls.router", f"{ROOT}.tools.records", 1, lazy=False)]) == []
+
+
+def rooms() -> set[str]:
+    return {path.parent.name for path in SOURCE.glob("*/__init__.py")}
+
+
+def test_every_room_has_its_rules() -> None:
+    assert rooms() == set(MAY_IMPORT) - {"leaves"}
+
+
+def test_the_architecture_page_names_every_room_and_only_rooms() -> None:
+    """Its drawing and its table name rooms as ``name/``: each exists, and none is left out."""
+    text = ROOMS_DOC.read_text(encoding="utf-8")
+    table = {m for m in re.findall(r"^\| `([a-z_]+)/` \|", text, re.MULTILINE)}
+    assert table == rooms()
+    drawn = text.split("```text", 1)[1].split("```", 1)[0]
+    assert set(re.findall(r"\b([a-z]+)/", drawn)) == rooms()
+
+
+def test_the_package_root_holds_few_public_modules() -> None:
+    loose = {p.stem for p in SOURCE.glob("*.py")} - {"__init__", "__main__", "types"}
+    public = {name for name in loose if not name.startswith("_")}
+    assert len(public) <= MAX_LOOSE_PUBLIC, sorted(public)
+    assert all(name in PUBLIC_FACES for name in (f"{ROOT}.{n}" for n in public)), sorted(public)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from apcore import Executor, ModuleAnnotations, Registry
 from pydantic import BaseModel, ConfigDict, Field
 
 from apcore_mcp.openai import denormalize_tool_name, normalize_tool_name, to_openai_tools
-from apcore_mcp.schema import to_input_schema
+from apcore_mcp.tools.schema import to_input_schema
 
 from tests._support.modules import Cycle, module_of, walk
 

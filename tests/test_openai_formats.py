@@ -20,7 +20,7 @@ from openai.types.responses import FunctionToolParam, NamespaceToolParam, ToolSe
 from pydantic import BaseModel, TypeAdapter, create_model
 
 from apcore_mcp import create_app, to_openai_tools
-from apcore_mcp.openai_strict import OPENAI_LIMITS, strict_problem, to_strict_schema
+from apcore_mcp.openai.strict import OPENAI_LIMITS, strict_problem, to_strict_schema
 from apcore_mcp.testing import command_server, start_server
 
 from tests._support.hostile_modules import hostile_registry

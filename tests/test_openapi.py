@@ -18,11 +18,11 @@ from mcp.client.session import ClientRequestContext
 
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
-from apcore_mcp.upstream.config import UpstreamConfigError, parse_config
+from apcore_mcp.upstream.config.parse import UpstreamConfigError, parse_config
 from apcore_mcp.upstream.module import JsonSchemaModel
 from apcore_mcp.upstream.mount import config_of
-from apcore_mcp.upstream.openapi_document import DocumentError, base_url, read_document
-from apcore_mcp.upstream.openapi_operations import Operation, OperationError, operations
+from apcore_mcp.upstream.openapi.document import DocumentError, base_url, read_document
+from apcore_mcp.upstream.openapi.operations import Operation, OperationError, operations
 
 from tests._support.openapi import SECRET, client, service_in_loop, service_process, shop_bridge, shop_entry
 from tests._support.results import text_of

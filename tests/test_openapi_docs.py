@@ -14,7 +14,7 @@ import anyio
 from mcp import Client
 
 from apcore_mcp.testing import free_port
-from apcore_mcp.upstream.openapi_operations import hints
+from apcore_mcp.upstream.openapi.operations import hints
 
 from tests._support.openapi import SECRET, client, service_in_loop, service_process, shop_bridge
 from tests._support.processes import stop_process, wait_ok

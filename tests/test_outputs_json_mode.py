@@ -23,7 +23,7 @@ from apcore.errors import SchemaValidationError
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge, BridgeService
-from apcore_mcp.errors import to_safe_error
+from apcore_mcp.calls.errors import to_safe_error
 from apcore_mcp.pipeline import build_executor, close_pipeline
 from apcore_mcp.settings import Settings
 

@@ -17,8 +17,8 @@ import pytest
 from apcore import Context, ModuleAnnotations
 from apcore.observability.context_logger import RedactionConfig
 
+from apcore_mcp._apcore import default_sensitive_keys, key_matches
 from apcore_mcp.pipeline import close_pipeline
-from apcore_mcp.pipeline.internals import default_sensitive_keys, key_matches
 from apcore_mcp.pipeline.redaction import Redaction
 
 from tests._support.pipeline import SETUPS, Outcome, Setup, describe_error, make_side, outcome

@@ -1,11 +1,11 @@
-"""apcore's private API is used in one module only: ``src/apcore_mcp/pipeline/internals.py``.
+"""apcore's private API is used in one module only: ``src/apcore_mcp/_apcore.py``.
 
 The fast pipeline borrows apcore's private helpers and fields where apcore offers no public way
 (``docs/executor-fork.md``). With every such use in one module, an apcore release that changes
 one breaks there, loudly, and the list of what we would ask apcore for stays short and true.
 
 Every module under ``src/apcore_mcp`` is parsed with ``ast`` (nothing is imported). Outside
-``internals.py`` these fail:
+``_apcore.py`` these fail:
 
 - importing a private apcore module or name (``from apcore.x import _y``, ``import apcore._x``);
 - reading ``_name`` (not a dunder) from a name an apcore import bound (``apcore.x._y``), or
@@ -27,14 +27,14 @@ from pathlib import Path
 import apcore
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "apcore_mcp"
-ALLOWED = SOURCE / "pipeline" / "internals.py"
-INTERNALS = "apcore_mcp.pipeline.internals"
+ALLOWED = SOURCE / "_apcore.py"
+INTERNALS = "apcore_mcp._apcore"
 
 PENDING: dict[str, set[str]] = {"bridge.py": {"_approval_handler"}}
-"""Known uses waiting to move to ``internals.py`` (file relative to the package: names).
+"""Known uses waiting to move to ``_apcore.py`` (file relative to the package: names).
 
 ``bridge.py`` reads an Executor's approval handler itself; the change that makes it call
-``internals.executor_approval_handler`` is under way. Remove the entry when it lands.
+``_apcore.executor_approval_handler`` is under way. Remove the entry when it lands.
 """
 
 
@@ -62,7 +62,7 @@ def _is_apcore(module: str) -> bool:
 
 
 def _bound_names(tree: ast.Module) -> set[str]:
-    """Names an import of apcore (or of ``internals``, which re-exports apcore) binds in the module."""
+    """Names an import of apcore (or of ``_apcore``, which re-exports apcore) binds in the module."""
     bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -184,7 +184,7 @@ def test_the_check_sees_each_kind_of_use() -> None:
 from apcore.builtin_steps import _resolve_redaction
 import apcore._hidden
 from apcore import Executor
-from apcore_mcp.pipeline.internals import BuiltinExecute
+from apcore_mcp._apcore import BuiltinExecute
 
 def acl_of(executor):
     return getattr(executor, "_acl", None)

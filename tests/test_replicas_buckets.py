@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from apcore_mcp.limits import MemoryBuckets
+from apcore_mcp.calls.limits import MemoryBuckets
 from apcore_mcp.mcp.notifier import ListChange, ListChangedNotifier
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets, bucket_key

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.limits import RATE_LIMITED
+from apcore_mcp.calls.limits import RATE_LIMITED
 
 from tests._support.replicas import (
     CALL_SECONDS,

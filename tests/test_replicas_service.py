@@ -13,13 +13,13 @@ import httpx
 import pytest
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.env import settings_from_env
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams
 from apcore_mcp.mcp.notifier import ListChange
 from apcore_mcp.replicas.broadcast import decode_change, encode_change
 from apcore_mcp.run.serving import make_http_server
 from apcore_mcp.settings import SettingError, Settings
+from apcore_mcp.settings.env import settings_from_env
 from apcore_mcp.testing import free_port
 
 from tests._support.modules import make_executor

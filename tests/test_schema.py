@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from apcore_mcp.schema import MAX_REF_DEPTH, inline_refs, to_input_schema, to_output_schema
+from apcore_mcp.tools.schema import MAX_REF_DEPTH, inline_refs, to_input_schema, to_output_schema
 
 from tests._support.modules import walk
 

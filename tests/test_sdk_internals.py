@@ -1,8 +1,8 @@
-"""The MCP SDK's private API is read in one module only: ``src/apcore_mcp/mcp/sdk_internals.py``.
+"""The MCP SDK's private API is read in one module only: ``src/apcore_mcp/_sdk.py``.
 
 As ``tests/test_private_api.py`` does for apcore: with every such read in one place, an SDK release
 that moves one breaks there, loudly. Every module under ``src/apcore_mcp`` is parsed with ``ast``;
-outside ``sdk_internals.py`` these fail:
+outside ``_sdk.py`` these fail:
 
 - importing a private module of ``mcp`` or ``mcp_types`` (``from mcp.server import _otel``,
   ``from mcp.server._otel import ...``), or a private name from either;
@@ -21,10 +21,10 @@ from pathlib import Path
 
 from mcp.server import _streamable_http_modern
 
-from apcore_mcp.mcp import sdk_internals
+from apcore_mcp import _sdk as sdk_internals
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "apcore_mcp"
-ALLOWED = {SOURCE / "mcp" / "sdk_internals.py", SOURCE / "pipeline" / "internals.py"}
+ALLOWED = {SOURCE / "_sdk.py", SOURCE / "_apcore.py"}
 """The SDK's quarantine, and apcore's (its ``getattr`` reads are apcore's: ``tests/test_private_api.py``)."""
 SDK_PACKAGES = ("mcp", "mcp_types")
 
@@ -76,7 +76,7 @@ def test_sdk_private_api_is_read_only_in_sdk_internals() -> None:
         for line, what in uses(ast.parse(path.read_text(), str(path))):
             if what.removeprefix("super().") not in known:
                 found.append(f"{relative}:{line}: {what}")
-    assert not found, "the SDK's private API outside mcp/sdk_internals.py:\n" + "\n".join(found)
+    assert not found, "the SDK's private API outside _sdk.py:\n" + "\n".join(found)
 
 
 def test_the_check_sees_each_kind_of_use() -> None:

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, MAX_DESCRIBE, SEARCH_TOOLS
-from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.search import ToolSearch, tokenize
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.catalog import ToolCatalog
+from apcore_mcp.tools.search import ToolSearch, tokenize
 
 from tests._support.modules import Echo
 from tests._support.results import text_of

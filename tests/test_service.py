@@ -15,8 +15,8 @@ from starlette.applications import Starlette
 
 from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.env import settings_from_env
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.env import settings_from_env
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 from tests._support.sessions import running_http

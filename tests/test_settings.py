@@ -119,7 +119,7 @@ def test_the_command_line_help_loads_no_server() -> None:
     command = [sys.executable, "-X", "importtime", "-m", "apcore_mcp", "--help"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
     loaded = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
-    heavy = ("starlette", "uvicorn", "mcp.server", "apcore_mcp.http", "apcore_mcp.limits", "apcore_mcp.bridge")
+    heavy = ("starlette", "uvicorn", "mcp.server", "apcore_mcp.http", "apcore_mcp.calls.limits", "apcore_mcp.bridge")
     assert "apcore_mcp.settings" in loaded and "--toolset" in run.stdout
     assert sorted(name for name in loaded if name.startswith(heavy)) == []
 

@@ -1,7 +1,7 @@
 """The Docker image's command runs on an install without the ``speed`` extra (httptools, uvloop).
 
 docs/deploy.md and docs/replicas.md install ``apcore-mcp[redis]``; the image's CMD names
-``--http apcore_mcp.run.protocol_httptools:TimedHttpToolsProtocol``, and without httptools
+``--http apcore_mcp.run.protocol:TimedHttpToolsProtocol``, and without httptools
 uvicorn failed to import it and never started. Now the name falls back to the h11 protocol
 with one WARNING saying what to install. The extra is hidden from the child process by a
 ``sitecustomize`` on its ``PYTHONPATH`` (this venv has it installed).

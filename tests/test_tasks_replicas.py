@@ -20,7 +20,7 @@ import pytest
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.mcp import tasks as mcp_tasks
 from apcore_mcp.settings import Settings
-from apcore_mcp.task_runs import REPLICA_GONE, STORE_AWAY
+from apcore_mcp.tasks.runner import REPLICA_GONE, STORE_AWAY
 from apcore_mcp.testing import apcore_server, start_server
 
 from tests._support.replicas import RedisServer, Replica, redis_running

@@ -9,8 +9,8 @@ import pytest
 from apcore import ModuleAnnotations, Registry
 from pydantic import BaseModel, Field, RootModel
 
-from apcore_mcp.behaviour import to_description_suffix
-from apcore_mcp.records import ToolRecord, build_record
+from apcore_mcp.tools.behaviour import to_description_suffix
+from apcore_mcp.tools.records import ToolRecord, build_record
 
 from tests._support.modules import module_of
 

@@ -11,8 +11,8 @@ import textwrap
 
 from mcp import Client
 
+from apcore_mcp._sdk import is_sdk_tracing
 from apcore_mcp.bridge import Bridge, BridgeService
-from apcore_mcp.mcp.sdk_internals import is_sdk_tracing
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.settings import Settings
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from apcore_mcp.env import settings_from_env
 from apcore_mcp.run.cli import build_parser
 from apcore_mcp.settings import SettingError, Settings
-from apcore_mcp.upstream.config import (
+from apcore_mcp.settings.env import settings_from_env
+from apcore_mcp.upstream.config.parse import (
     DEFAULT_TOOLSET,
     ServerSpec,
     UpstreamConfigError,

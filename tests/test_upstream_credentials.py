@@ -21,7 +21,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from apcore_mcp.upstream.config import UpstreamConfigError, parse_config
+from apcore_mcp.upstream.config.parse import UpstreamConfigError, parse_config
 from apcore_mcp.upstream.specs import ACCESS_TOKEN_TYPE
 
 from tests._support.auth import mcp_client

@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.mount import mount_upstreams, reload_upstreams, served_toolsets, watch_config
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 

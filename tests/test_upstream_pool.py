@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from apcore_mcp.testing import free_port
-from apcore_mcp.upstream.config import ServerSpec, parse_config
+from apcore_mcp.upstream.config.parse import ServerSpec, parse_config
 from apcore_mcp.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 from apcore_mcp.upstream.handles import Lease, UpstreamPool, backoff_delay
 

@@ -10,7 +10,7 @@ from apcore import Context, Executor, Identity, Registry
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.errors import UpstreamsDisabled
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.toolsets import UpstreamRuntime, toolset_filter, upstream_server_of
@@ -171,7 +171,7 @@ async def test_a_toolset_serves_its_servers_tools_and_the_local_modules_it_selec
 
 
 def test_principal_keys_follow_the_sharing_policy() -> None:
-    from apcore_mcp.context import CallContext
+    from apcore_mcp.calls.context import CallContext
     from apcore_mcp.upstream.source import principal_of
 
     alice = Context.create(identity=Identity(id="alice"))

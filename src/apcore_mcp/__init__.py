@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 from apcore_mcp._version import __version__
 
 if TYPE_CHECKING:
-    from apcore_mcp.approval import MCPApprovalHandler
-    from apcore_mcp.content import Audio, EmbeddedResource, Image, ResourceLink, Text
-    from apcore_mcp.context import (
+    from apcore_mcp.calls.approval import MCPApprovalHandler
+    from apcore_mcp.calls.context import (
         MCP_ELICIT_KEY,
         MCP_PROGRESS_KEY,
         CallContext,
@@ -53,9 +52,10 @@ if TYPE_CHECKING:
     from apcore_mcp.run.hooks import StartupHookError
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import Settings, SettingsOptions
+    from apcore_mcp.tools.content import Audio, EmbeddedResource, Image, ResourceLink, Text
+    from apcore_mcp.tools.views import View
     from apcore_mcp.types import RegistryOrExecutor
     from apcore_mcp.upstream.module import JsonSchemaModel, json_schema_model
-    from apcore_mcp.views import View
 
 __all__ = [
     "MCP_ELICIT_KEY",
@@ -97,39 +97,39 @@ __all__ = [
 ]
 
 _HOMES = {
-    "MCP_ELICIT_KEY": "apcore_mcp.context",
-    "MCP_PROGRESS_KEY": "apcore_mcp.context",
-    "Audio": "apcore_mcp.content",
+    "MCP_ELICIT_KEY": "apcore_mcp.calls.context",
+    "MCP_PROGRESS_KEY": "apcore_mcp.calls.context",
+    "Audio": "apcore_mcp.tools.content",
     "BackgroundServer": "apcore_mcp.run.background",
-    "CallContext": "apcore_mcp.context",
-    "EmbeddedResource": "apcore_mcp.content",
-    "Image": "apcore_mcp.content",
+    "CallContext": "apcore_mcp.calls.context",
+    "EmbeddedResource": "apcore_mcp.tools.content",
+    "Image": "apcore_mcp.tools.content",
     "JsonSchemaModel": "apcore_mcp.upstream.module",
-    "MCPApprovalHandler": "apcore_mcp.approval",
+    "MCPApprovalHandler": "apcore_mcp.calls.approval",
     "RegistryOrExecutor": "apcore_mcp.types",
-    "ResourceLink": "apcore_mcp.content",
+    "ResourceLink": "apcore_mcp.tools.content",
     "Settings": "apcore_mcp.settings",
     "SettingsOptions": "apcore_mcp.settings",
     "StartupHookError": "apcore_mcp.run.hooks",
-    "Text": "apcore_mcp.content",
-    "View": "apcore_mcp.views",
+    "Text": "apcore_mcp.tools.content",
+    "View": "apcore_mcp.tools.views",
     "build_executor": "apcore_mcp.pipeline",
-    "call_context": "apcore_mcp.context",
+    "call_context": "apcore_mcp.calls.context",
     "close_pipeline": "apcore_mcp.pipeline",
     "create_app": "apcore_mcp.http.app",
     "denormalize_tool_name": "apcore_mcp.openai",
-    "elicit": "apcore_mcp.context",
+    "elicit": "apcore_mcp.calls.context",
     "from_openai_call": "apcore_mcp.openai",
     "install_pipeline": "apcore_mcp.pipeline",
     "json_schema_model": "apcore_mcp.upstream.module",
-    "list_roots": "apcore_mcp.context",
-    "log_message": "apcore_mcp.context",
+    "list_roots": "apcore_mcp.calls.context",
+    "log_message": "apcore_mcp.calls.context",
     "normalize_tool_name": "apcore_mcp.openai",
     "openai_names": "apcore_mcp.openai",
-    "release_stream": "apcore_mcp.context",
-    "report_progress": "apcore_mcp.context",
-    "request_inputs": "apcore_mcp.context",
-    "sample": "apcore_mcp.context",
+    "release_stream": "apcore_mcp.calls.context",
+    "report_progress": "apcore_mcp.calls.context",
+    "request_inputs": "apcore_mcp.calls.context",
+    "sample": "apcore_mcp.calls.context",
     "serve": "apcore_mcp.run.serve",
     "to_openai_tools": "apcore_mcp.openai",
 }

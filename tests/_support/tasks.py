@@ -23,7 +23,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict, Field
 
 from apcore_mcp import report_progress
-from apcore_mcp.tasks import TASKS_EXTENSION, TaskRecord, TaskStore
+from apcore_mcp.tasks.records import TASKS_EXTENSION, TaskRecord, TaskStore
 
 from tests._support.modules import make_executor, module_of
 

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from apcore_mcp.testing import free_port
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.passthrough import mcp_result_of
 from apcore_mcp.upstream.toolsets import UpstreamRuntime

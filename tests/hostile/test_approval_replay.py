@@ -22,9 +22,9 @@ import redis
 from apcore import Executor, ModuleAnnotations, Registry
 from pydantic import BaseModel
 
-from apcore_mcp.approval import MCPApprovalHandler
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.context import elicit
+from apcore_mcp.calls.approval import MCPApprovalHandler
+from apcore_mcp.calls.context import elicit
 from apcore_mcp.pipeline import install_pipeline
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
@@ -257,7 +257,7 @@ async def test_two_approvals_in_one_call_spend_its_state_once(marker: Path) -> N
 
 async def test_the_record_expires_with_the_state(marker: Path) -> None:
     """Entries live as long as a state may be sent; after that the seal itself refuses the replay."""
-    from apcore_mcp.used_approvals import MemoryUsedApprovals
+    from apcore_mcp.calls.used_approvals import MemoryUsedApprovals
 
     arguments = {"marker": str(marker)}
     record = MemoryUsedApprovals()
@@ -275,7 +275,7 @@ async def test_the_record_expires_with_the_state(marker: Path) -> None:
 
 async def test_a_full_record_refuses_approvals(marker: Path) -> None:
     """Forgetting a used state early would reopen its replay: a full record fails closed instead."""
-    from apcore_mcp.used_approvals import MemoryUsedApprovals
+    from apcore_mcp.calls.used_approvals import MemoryUsedApprovals
 
     arguments = {"marker": str(marker)}
     handler = MCPApprovalHandler(used=MemoryUsedApprovals(max_entries=1))

@@ -30,9 +30,9 @@ from mcp.shared.exceptions import MCPError
 from playwright.async_api import Browser, Frame, Page, expect
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.http.explorer_mcp import EXECUTION_OFF
+from apcore_mcp.http.explorer.mcp import EXECUTION_OFF
 from apcore_mcp.settings import Settings
-from apcore_mcp.views import MAX_VIEW_BYTES
+from apcore_mcp.tools.views import MAX_VIEW_BYTES
 
 from tests._support.apps import VIEW_PAGE, discovered, probe_registry, write_module
 from tests._support.auth import api_key_entry, bearer
@@ -50,7 +50,7 @@ def view_of(module_id: str) -> str:
 
 def refused_view(caplog: pytest.LogCaptureFixture, root: Path, view: str) -> str:
     """Builds ``demo.length`` with ``view`` and returns the WARNING; the module is served, viewless."""
-    with caplog.at_level(logging.WARNING, logger="apcore_mcp.catalog"):
+    with caplog.at_level(logging.WARNING, logger="apcore_mcp.tools.catalog"):
         bridge = Bridge.build(discovered(root, 1))
     record = bridge.catalog.get(SHOWN)
     assert record is not None, "the module itself is still served"

@@ -30,9 +30,9 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, SEARCH_TOOLS
-from apcore_mcp.context import CallContext
-from apcore_mcp.limits import OVERLOADED, CallLimits
-from apcore_mcp.principal import Principal
+from apcore_mcp.calls.context import CallContext
+from apcore_mcp.calls.limits import OVERLOADED, CallLimits
+from apcore_mcp.calls.principal import Principal
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer, sse_session

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.bridge.metatools import INVOKE_TOOL, SEARCH_TOOLS
-from apcore_mcp.limits import RATE_LIMITED
+from apcore_mcp.calls.limits import RATE_LIMITED
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import ISSUER, JWKS_URL, Issuer, api_key_entry, bearer, role_executor

@@ -24,8 +24,8 @@ from mcp_types import INVALID_REQUEST, TextContent
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls.limits import RATE_LIMITED
 from apcore_mcp.http.app import create_app
-from apcore_mcp.limits import RATE_LIMITED
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer

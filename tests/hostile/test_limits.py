@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.limits import OVERLOADED, RATE_LIMITED, CallLimits, MemoryBuckets
+from apcore_mcp.calls.limits import OVERLOADED, RATE_LIMITED, CallLimits, MemoryBuckets
 
 from tests._support.hostile import metric, metrics_text, serving, wait_until
 from tests._support.hostile_modules import hostile_registry, sleeper

@@ -119,7 +119,7 @@ KEPT = [
 
 @pytest.mark.parametrize(("text", "shown"), MASKED)
 def test_secrets_are_masked_wherever_they_sit(text: str, shown: str) -> None:
-    from apcore_mcp.redaction import redact
+    from apcore_mcp._redaction import redact
 
     masked = redact(text)
     assert "S3CR3T" not in masked and "dXNlcjpwYXNzd29yZA" not in masked
@@ -129,13 +129,13 @@ def test_secrets_are_masked_wherever_they_sit(text: str, shown: str) -> None:
 
 @pytest.mark.parametrize("text", KEPT)
 def test_ordinary_text_is_left_alone(text: str) -> None:
-    from apcore_mcp.redaction import redact
+    from apcore_mcp._redaction import redact
 
     assert redact(text) == text
 
 
 def test_an_access_log_record_keeps_its_arguments() -> None:
-    from apcore_mcp.redaction import LogRedaction
+    from apcore_mcp._redaction import LogRedaction
 
     args = ("127.0.0.1:5", "GET", "/mcp?access_token=S3CR3T", "1.1", 400)
     record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d', args, None)
@@ -150,7 +150,7 @@ def test_an_access_log_record_keeps_its_arguments() -> None:
 
 
 def test_a_traceback_is_masked_too() -> None:
-    from apcore_mcp.redaction import LogRedaction
+    from apcore_mcp._redaction import LogRedaction
 
     try:
         raise ValueError("GET http://upstream/mcp?token=S3CR3T failed")
@@ -164,7 +164,7 @@ def test_a_traceback_is_masked_too() -> None:
 
 
 def test_a_record_is_masked_once_however_many_filters_it_meets(monkeypatch: pytest.MonkeyPatch) -> None:
-    from apcore_mcp import redaction
+    from apcore_mcp import _redaction as redaction
 
     scans: list[str] = []
     real = redaction.redact

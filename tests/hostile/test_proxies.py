@@ -20,7 +20,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from apcore_mcp.limits import RATE_LIMITED, TOO_MANY_SESSIONS
+from apcore_mcp.calls.limits import RATE_LIMITED, TOO_MANY_SESSIONS
 from apcore_mcp.settings import SettingError, Settings
 from apcore_mcp.testing import free_port
 

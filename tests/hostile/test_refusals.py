@@ -334,7 +334,7 @@ def random_json(rng: random.Random, depth: int = 0) -> Any:
 
 
 def test_the_bound_check_agrees_with_a_parse_on_tricky_texts() -> None:
-    from apcore_mcp.jsonbounds import JsonBounds
+    from apcore_mcp._jsonbounds import JsonBounds
 
     rng = random.Random(15)
     for _ in range(2_000):
@@ -353,7 +353,7 @@ def test_the_bound_check_agrees_with_a_parse_on_tricky_texts() -> None:
 
 
 def test_the_bound_check_is_linear_on_malformed_strings() -> None:
-    from apcore_mcp.jsonbounds import JsonBounds
+    from apcore_mcp._jsonbounds import JsonBounds
 
     bounds = JsonBounds(64, 100_000)
     for text in (b'["' + b'\\"' * 2_000_000, b'["' + b'\\",' * 1_000_000 + b"\\", b"[" + b'"' * 3_000_001):

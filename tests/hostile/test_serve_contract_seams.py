@@ -23,7 +23,7 @@ from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp import BackgroundServer
-from apcore_mcp.limits import RATE_LIMITED
+from apcore_mcp.calls.limits import RATE_LIMITED
 
 from tests._support.hostile import metric, metrics_text, wait_until
 from tests._support.hostile_modules import hostile_registry, sleeper

@@ -27,7 +27,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
-from apcore_mcp.task_store import MemoryTaskStore
+from apcore_mcp.tasks.store import MemoryTaskStore
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.sessions import running_http

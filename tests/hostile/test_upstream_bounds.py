@@ -26,7 +26,7 @@ import pytest
 from mcp import Client
 
 from apcore_mcp.testing import free_port
-from apcore_mcp.upstream.config import parse_config
+from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
 
 from tests._support.hostile import serving

@@ -11,29 +11,29 @@ from typing import TYPE_CHECKING
 from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
 
-from apcore_mcp.approval import MCPApprovalHandler, mcp_approval_handler
-from apcore_mcp.authorization import Authorization, executor_acl
-from apcore_mcp.calls import CallRouter
-from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.limits import CallLimits
+from apcore_mcp._apcore import executor_approval_handler
+from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
+from apcore_mcp.calls.authorization import Authorization, executor_acl
+from apcore_mcp.calls.limits import CallLimits
+from apcore_mcp.calls.principal import parse_scope_rules, stdio_identity
+from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
-from apcore_mcp.module_problems import ModuleProblemsError
 from apcore_mcp.pipeline import build_executor
-from apcore_mcp.pipeline.internals import executor_approval_handler
-from apcore_mcp.principal import parse_scope_rules, stdio_identity
-from apcore_mcp.prompts import Prompt, load_prompts
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import mounts_upstreams
+from apcore_mcp.tools.catalog import ToolCatalog
+from apcore_mcp.tools.problems import ModuleProblemsError
+from apcore_mcp.tools.prompts import Prompt, load_prompts
 from apcore_mcp.types import registry_of
-from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig
+from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.mount import config_of
 from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 if TYPE_CHECKING:
-    from apcore_mcp.search import ToolSearch
+    from apcore_mcp.tools.search import ToolSearch
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def call_limits(settings: Settings) -> CallLimits:
 
 
 def authorization_for(executor: Executor, settings: Settings, limits: CallLimits) -> Authorization:
-    """The one check every module run of this server passes (see ``apcore_mcp.authorization``)."""
+    """The one check every module run of this server passes (see ``apcore_mcp.calls.authorization``)."""
     rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
     return Authorization(
         tool_rules=rules, acl=executor_acl(executor), limits=limits, filter_tools=settings.auth_filter_tools
@@ -103,7 +103,7 @@ def search_front(
     """
     # Imported here: only search mode pays for the meta-tools' contracts (built at import).
     from apcore_mcp.bridge.metatools import INVOKE_TOOL, meta_registry
-    from apcore_mcp.search import ToolSearch
+    from apcore_mcp.tools.search import ToolSearch
 
     search = ToolSearch(catalog, server_of=lambda name: upstream_server_of(registry, name))
     meta, meta_executor = meta_registry(search, router)

@@ -1,6 +1,6 @@
 """Tool-search mode: three annotated meta-tools standing in for a catalog too large to list.
 
-``search_tools`` ranks the catalog (``apcore_mcp.search``) and answers compact summaries,
+``search_tools`` ranks the catalog (``apcore_mcp.tools.search``) and answers compact summaries,
 ``describe_tool`` gives full schemas for a few names, ``invoke_tool`` runs one tool through
 the main ``CallRouter`` with the caller's own ``CallContext``: the target is authorized
 (tool scopes, rate limit, concurrency share) and run by the main ``Executor`` (ACL,
@@ -28,12 +28,12 @@ from apcore.cancel import CancelToken
 from apcore.errors import ModuleNotFoundError
 from pydantic import BaseModel, Field
 
-from apcore_mcp.authorization import Authorization
-from apcore_mcp.calls import CallRefused, CallRouter, wire_result
-from apcore_mcp.content import MCP_RESULT_KEY
-from apcore_mcp.context import CallContext, call_context
-from apcore_mcp.records import ToolRecord
-from apcore_mcp.search import ToolSearch
+from apcore_mcp.calls.authorization import Authorization
+from apcore_mcp.calls.context import CallContext, call_context
+from apcore_mcp.calls.router import CallRefused, CallRouter, wire_result
+from apcore_mcp.tools.content import MCP_RESULT_KEY
+from apcore_mcp.tools.records import ToolRecord
+from apcore_mcp.tools.search import ToolSearch
 from apcore_mcp.upstream.module import JsonSchemaModel, ResultOutput
 
 SEARCH_TOOLS = "search_tools"

@@ -12,7 +12,7 @@ entering the service starts it in this order (leaving undoes it in reverse):
    record of used approvals and the change broadcast (``apcore_mcp.replicas``);
 5. with ``settings.mcp_config``, the upstream MCP servers: mounted, reloaded on change,
    unmounted on exit (``upstreams.py``);
-6. the task runner (``task_runs.py``): calls started as tasks run in its task group, their records
+6. the task runner (``tasks/runner.py``): calls started as tasks run in its task group, their records
    in Redis while the replicas are linked; leaving stops the work still running (those tasks fail).
 
 The runners enter it: ``run_stdio``, the app's lifespan (``create_app``), and through them

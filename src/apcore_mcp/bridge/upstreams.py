@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import anyio
 
 from apcore_mcp.bridge.core import Bridge, main_toolset
-from apcore_mcp.upstream.config import UpstreamConfig
+from apcore_mcp.upstream.config.parse import UpstreamConfig
 from apcore_mcp.upstream.mount import mount_upstreams, read_config, reload_upstreams, watch_config
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 

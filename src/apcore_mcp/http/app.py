@@ -26,14 +26,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
+from apcore_mcp._jsonbounds import JsonBounds
+from apcore_mcp._redaction import RedactedLogs
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.events import ResumeStore
-from apcore_mcp.http.explorer import ExecuteGate, explorer_routes
-from apcore_mcp.http.explorer_mcp import ExplorerMcp
+from apcore_mcp.http.explorer.mcp import ExplorerMcp
+from apcore_mcp.http.explorer.page import ExecuteGate, explorer_routes
 from apcore_mcp.http.exposure import warn_if_exposed
 from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
@@ -44,12 +46,10 @@ from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseEndpoint
 from apcore_mcp.http.toolsets import ToolsetEndpoints
-from apcore_mcp.jsonbounds import JsonBounds
 from apcore_mcp.openai import check_filters, functions_from_records, select_records
-from apcore_mcp.openai_formats import FORMATS, ResponsesOptions, check_format, render
-from apcore_mcp.records import ToolRecord
-from apcore_mcp.redaction import RedactedLogs
+from apcore_mcp.openai.formats import FORMATS, ResponsesOptions, check_format, render
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.records import ToolRecord
 from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)
@@ -220,7 +220,7 @@ async def _lifespan(
         app.state.ready = True
         try:
             with metrics.observing(bridge.router, bridge.parts.admission):
-                # Shared with uvicorn's protocol (run/protocol.py), which times request headers.
+                # Shared with uvicorn's protocol (run/protocol/timed.py), which times request headers.
                 yield {
                     HEADER_TIMEOUT_STATE: settings.header_timeout,
                     MAX_HEADER_BYTES_STATE: settings.max_header_bytes,

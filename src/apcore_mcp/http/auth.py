@@ -43,6 +43,17 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apcore_mcp.calls.principal import (
+    PRINCIPAL_KEY,
+    ApiKey,
+    BearerCredential,
+    Principal,
+    parse_api_key,
+    parse_api_keys,
+    parse_scope_rules,
+    route_scopes,
+    tool_scopes,
+)
 from apcore_mcp.http.body import send_json
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.resource_metadata import MCP_RESOURCE, Resource, metadata_routes, resources_for
@@ -55,17 +66,6 @@ from apcore_mcp.http.tokens import (
     Verifier,
     VerifierUnavailable,
     load_static_key,
-)
-from apcore_mcp.principal import (
-    PRINCIPAL_KEY,
-    ApiKey,
-    BearerCredential,
-    Principal,
-    parse_api_key,
-    parse_api_keys,
-    parse_scope_rules,
-    route_scopes,
-    tool_scopes,
 )
 from apcore_mcp.settings import SettingError, Settings
 
@@ -144,7 +144,7 @@ def _precheck_rules(settings: Settings) -> tuple[tuple[str, frozenset[str]], ...
     """The tool scope rules the pre-check refuses by: none with ``auth_filter_tools``.
 
     Filtered, a tool the caller lacks scopes for is hidden, and a hidden tool is answered as an
-    absent one by the call router (``authorization.py``): a 403 here would tell it exists.
+    absent one by the call router (``calls/authorization.py``): a 403 here would tell it exists.
     """
     rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
     return () if settings.auth_filter_tools else rules
@@ -203,7 +203,7 @@ class BearerAuth:
             logger.info("Refused %r on %s: missing scopes %s", principal.identity.id, scope["path"], sorted(missing))
             await self._refuse(send, 403, "insufficient_scope", resource, "insufficient_scope", None, scopes=needed)
             return
-        # A handle on the token, not the token: only an upstream token exchange reads it (principal.py).
+        # A handle on the token, not the token: only an upstream token exchange reads it (calls/principal.py).
         principal = dataclasses.replace(principal, credential=BearerCredential(token))
         scope[PRINCIPAL_KEY] = principal
         scope["user"] = AuthenticatedUser(to_access_token(principal))

@@ -19,7 +19,7 @@ import anyio
 from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from apcore_mcp.jsonbounds import JsonBounds
+from apcore_mcp._jsonbounds import JsonBounds
 
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 DRAIN_SECONDS = 2.0

@@ -60,7 +60,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from apcore_mcp.mcp.sdk_internals import (
+from apcore_mcp._sdk import (
     SSE_HEADERS,
     SSE_PING_INTERVAL,
     error_data_of,

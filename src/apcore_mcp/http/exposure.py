@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from apcore_mcp.addresses import is_loopback_address
+from apcore_mcp._addresses import is_loopback_address
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)

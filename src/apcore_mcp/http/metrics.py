@@ -16,9 +16,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from apcore_mcp.calls import CallRouter
-    from apcore_mcp.catalog import ToolCatalog
+    from apcore_mcp.calls.router import CallRouter
     from apcore_mcp.mcp.admission import Refusals
+    from apcore_mcp.tools.catalog import ToolCatalog
 
 UNMATCHED_ROUTE = "_unmatched"
 CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from apcore_mcp.principal import check_scopes, parse_scope_rules
+from apcore_mcp.calls.principal import check_scopes, parse_scope_rules
 from apcore_mcp.settings import Settings
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -29,10 +29,10 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServ
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
+from apcore_mcp.calls.limits import TOO_MANY_SESSIONS, principal_key
 from apcore_mcp.http.body import send_json
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.http.metrics import REASON_SCOPE_KEY
-from apcore_mcp.limits import TOO_MANY_SESSIONS, principal_key
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 from sse_starlette.sse import AppStatus
 
-from apcore_mcp.calls import CallRouter
+from apcore_mcp.calls.router import CallRouter
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
+from apcore_mcp._sdk import sse_session_open
 from apcore_mcp.http.body import read_replayed, replaying, send_json
-from apcore_mcp.mcp.sdk_internals import sse_session_open
 
 logger = logging.getLogger(__name__)
 

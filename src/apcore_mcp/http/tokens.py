@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from jwt.algorithms import AllowedPublicKeys
 
-from apcore_mcp.principal import ApiKey, Principal, identity_from_claims, token_scopes
+from apcore_mcp.calls.principal import ApiKey, Principal, identity_from_claims, token_scopes
 from apcore_mcp.settings.auth import MIN_HMAC_SECRET
 
 logger = logging.getLogger(__name__)

@@ -34,13 +34,13 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.calls.limits import CallLimits
 from apcore_mcp.http.direct import DirectPath
 from apcore_mcp.http.mcp_front import McpFront
 from apcore_mcp.http.sessions import SessionManager
-from apcore_mcp.limits import CallLimits
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import MOUNTING, OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
-from apcore_mcp.upstream.config import ToolsetSpec, UpstreamConfig
+from apcore_mcp.upstream.config.parse import ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 logger = logging.getLogger(__name__)

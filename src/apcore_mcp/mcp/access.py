@@ -4,10 +4,10 @@ With ``auth_filter_tools`` a tool is listed when ``Authorization.visible`` says 
 caller's token holds its scopes and the apcore ACL lets the caller's identity reach it
 (judged without arguments, so a rule that depends on arguments decides at call time). The
 same rule hides tools from the explorer's list, ``search_tools`` and ``describe_tool``; calls
-are checked by the call router (``authorization.py``), whatever the list showed, and a tool
+are checked by the call router (``calls/authorization.py``), whatever the list showed, and a tool
 hidden here is answered there as an absent one. A filtered
 list varies by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``. A tool's MCP Apps
-view (``ui://<module id>/view``, ``views.py``) follows its tool: a caller the tool is hidden from
+view (``ui://<module id>/view``, ``tools/views.py``) follows its tool: a caller the tool is hidden from
 is not listed the view, and reading it answers "Resource not found".
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 from apcore import Identity
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from apcore_mcp.authorization import Authorization
+from apcore_mcp.calls.authorization import Authorization
+from apcore_mcp.calls.principal import principal_of, request_identity
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.resources import not_found
-from apcore_mcp.principal import principal_of, request_identity
-from apcore_mcp.resources import DOCS_SCHEME, DOCS_TEMPLATE
-from apcore_mcp.views import viewed_module
+from apcore_mcp.tools.resources import DOCS_SCHEME, DOCS_TEMPLATE
+from apcore_mcp.tools.views import viewed_module
 
 
 class ToolAccess:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.limits import Refusal
+from apcore_mcp.calls.limits import Refusal
 
 
 class Refusals:

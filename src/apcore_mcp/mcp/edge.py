@@ -10,13 +10,13 @@ from apcore import Identity
 from mcp.server.context import ServerRequestContext
 from starlette.requests import HTTPConnection
 
-from apcore_mcp.context import CallContext, Peer
-from apcore_mcp.limits import principal_key
+from apcore_mcp.calls.context import CallContext, Peer
+from apcore_mcp.calls.limits import principal_key
+from apcore_mcp.calls.principal import principal_of
 from apcore_mcp.mcp.peer import HandshakePeer, LogLevels, ModernPeer, is_modern
-from apcore_mcp.principal import principal_of
 
 EXPLORER_SCOPE_KEY = "apcore_mcp.explorer"
-"""ASGI scope key set on requests that came through the explorer's MCP endpoint (``http/explorer_mcp.py``)."""
+"""ASGI scope key set on requests that came through the explorer's MCP endpoint (``http/explorer/mcp.py``)."""
 
 Identify = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 """Who is calling, from the request (an authenticated HTTP principal, the stdio operator identity)."""

@@ -19,10 +19,10 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
 
+from apcore_mcp._sdk import connection_of
 from apcore_mcp.mcp.resources import Subscriptions
-from apcore_mcp.mcp.sdk_internals import connection_of
-from apcore_mcp.records import ToolRecord
-from apcore_mcp.resources import DOCS_SCHEME
+from apcore_mcp.tools.records import ToolRecord
+from apcore_mcp.tools.resources import DOCS_SCHEME
 
 logger = logging.getLogger(__name__)
 

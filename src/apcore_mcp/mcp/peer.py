@@ -1,4 +1,4 @@
-"""Reaching the client behind one MCP request, in each protocol era (the ``Peer`` of ``context.py``).
+"""Reaching the client behind one MCP request, in each protocol era (the ``Peer`` of ``calls/context.py``).
 
 - ``HandshakePeer`` (2025-11-25 and earlier): progress, server-to-client requests
   (elicitation, sampling, roots) and log messages go on the request's own stream.
@@ -6,7 +6,7 @@
   retried request's ``inputResponses`` (and the earlier rounds' answers carried in the sealed
   ``requestState``), else the call ends with an input-required result. Every state it mints
   is unique (a random nonce), so a state that granted an approval can be recorded as spent
-  (``spend_state``; see ``apcore_mcp.used_approvals``).
+  (``spend_state``; see ``apcore_mcp.calls.used_approvals``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from apcore_mcp.context import Era, InputKind, InputRequired, LogLevel
-from apcore_mcp.mcp.sdk_internals import connection_of
+from apcore_mcp._sdk import connection_of
+from apcore_mcp.calls.context import Era, InputKind, InputRequired, LogLevel
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ import mcp.types as types
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.context import InputRequired
+from apcore_mcp.calls.context import InputRequired
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.resources import MAX_COMPLETIONS, ResourceHandlers
 from apcore_mcp.mcp.results import complete, input_required_result
-from apcore_mcp.prompts import Prompt, complete_argument
+from apcore_mcp.tools.prompts import Prompt, complete_argument
 
 
 class PromptHandlers:

@@ -14,16 +14,16 @@ from mcp.server.connection import Connection
 from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.calls import CallRouter
-from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp._sdk import connection_of
+from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.results import complete, input_required_result, missing_capability_error
-from apcore_mcp.mcp.sdk_internals import connection_of
-from apcore_mcp.records import ToolRecord
-from apcore_mcp.resources import DOCS_SCHEME, DOCS_TEMPLATE, contents_of
-from apcore_mcp.views import APP_MIME_TYPE, viewed_module
+from apcore_mcp.tools.catalog import ToolCatalog
+from apcore_mcp.tools.records import ToolRecord
+from apcore_mcp.tools.resources import DOCS_SCHEME, DOCS_TEMPLATE, contents_of
+from apcore_mcp.tools.views import APP_MIME_TYPE, viewed_module
 
 MAX_COMPLETIONS = 100
 

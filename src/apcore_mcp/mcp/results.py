@@ -7,8 +7,8 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.calls import CallOutcome, wire_result
-from apcore_mcp.context import InputKind, InputRequired
+from apcore_mcp.calls.context import InputKind, InputRequired
+from apcore_mcp.calls.router import CallOutcome, wire_result
 from apcore_mcp.mcp.peer import encode_state
 
 _REQUIRED_CAPABILITY: dict[InputKind, dict[str, Any]] = {

@@ -24,8 +24,9 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from apcore_mcp.calls import CallRouter
-from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp._sdk import connection_of, is_sdk_tracing
+from apcore_mcp.calls.principal import request_identity
+from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
@@ -33,17 +34,16 @@ from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
-from apcore_mcp.mcp.sdk_internals import connection_of, is_sdk_tracing
 from apcore_mcp.mcp.tasks import TaskEndpoints
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
-from apcore_mcp.principal import request_identity
-from apcore_mcp.prompts import Prompt
 from apcore_mcp.settings import Settings
-from apcore_mcp.task_runs import TaskRunner
-from apcore_mcp.task_store import MemoryTaskStore
-from apcore_mcp.tasks import TASKS_EXTENSION
-from apcore_mcp.views import EXTENSION_ID as APPS_EXTENSION_ID
+from apcore_mcp.tasks.records import TASKS_EXTENSION
+from apcore_mcp.tasks.runner import TaskRunner
+from apcore_mcp.tasks.store import MemoryTaskStore
+from apcore_mcp.tools.catalog import ToolCatalog
+from apcore_mcp.tools.prompts import Prompt
+from apcore_mcp.tools.views import EXTENSION_ID as APPS_EXTENSION_ID
 
 STATIC_LIST_TTL_MS = 60_000
 """How long list results stay fresh when the catalog cannot change (no ``dynamic``)."""
@@ -207,7 +207,7 @@ def build_server(
         on_subscriptions_listen=listen,
         **handlers,
     )
-    server.extensions[APPS_EXTENSION_ID] = {}  # MCP Apps: module views (views.py), under capabilities.extensions
+    server.extensions[APPS_EXTENSION_ID] = {}  # MCP Apps: module views (tools/views.py), under capabilities.extensions
     server.middleware[:] = [TracedWhenConfigured(m) if is_sdk_tracing(m) else m for m in server.middleware]
     if access.filter_list:  # otherwise it passes every request through: one layer less per request
         server.middleware.append(access)  # outermost of ours: filters what the list cache below answers

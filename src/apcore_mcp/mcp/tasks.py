@@ -24,14 +24,12 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
-from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.context import CallContext
-from apcore_mcp.limits import principal_key
+from apcore_mcp.calls.context import CallContext
+from apcore_mcp.calls.limits import principal_key
+from apcore_mcp.calls.principal import principal_of
 from apcore_mcp.mcp.edge import Edge, http_scope
 from apcore_mcp.mcp.peer import is_modern
-from apcore_mcp.principal import principal_of
-from apcore_mcp.task_runs import TaskRunner
-from apcore_mcp.tasks import (
+from apcore_mcp.tasks.records import (
     TASKS_EXTENSION,
     TaskRecord,
     TaskStoreFull,
@@ -40,6 +38,8 @@ from apcore_mcp.tasks import (
     requested_ttl,
     task_support,
 )
+from apcore_mcp.tasks.runner import TaskRunner
+from apcore_mcp.tools.catalog import ToolCatalog
 
 RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 NOT_FOUND = "Task not found"

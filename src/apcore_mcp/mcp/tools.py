@@ -7,12 +7,12 @@ from typing import Any
 import mcp.types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from apcore_mcp.calls import CallRouter
-from apcore_mcp.catalog import ToolCatalog
+from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.results import call_result
+from apcore_mcp.tools.catalog import ToolCatalog
 
 
 class ToolListCache:

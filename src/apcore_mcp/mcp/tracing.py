@@ -23,8 +23,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context as TraceContext
 
+from apcore_mcp.calls.spans import incoming_context
 from apcore_mcp.mcp.edge import http_scope
-from apcore_mcp.spans import incoming_context
 
 _TRACE_HEADERS = {b"traceparent": "traceparent", b"tracestate": "tracestate"}
 

@@ -25,7 +25,7 @@ from apcore.errors import ModuleTimeoutError
 from apcore.pipeline import PipelineContext, StepResult
 from apcore.streaming import StreamingModule
 
-from apcore_mcp.pipeline.internals import BuiltinExecute, adopt_state, default_timeout_ms, read_module_timeout_ms
+from apcore_mcp._apcore import BuiltinExecute, adopt_state, default_timeout_ms, read_module_timeout_ms
 from apcore_mcp.pipeline.sync_pool import Job, SyncPool
 
 if TYPE_CHECKING:

@@ -9,13 +9,13 @@ from typing import Any
 
 from apcore import Executor
 
-from apcore_mcp.pipeline.execute import CancellableExecute
-from apcore_mcp.pipeline.internals import (
+from apcore_mcp._apcore import (
     BuiltinExecute,
     BuiltinInputValidation,
     BuiltinModuleLookup,
     BuiltinOutputValidation,
 )
+from apcore_mcp.pipeline.execute import CancellableExecute
 from apcore_mcp.pipeline.plans import PlanCache
 from apcore_mcp.pipeline.steps import FastInputValidation, FastModuleLookup, FastOutputValidation, PlannedStep
 from apcore_mcp.pipeline.sync_pool import SyncPool

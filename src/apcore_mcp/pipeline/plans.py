@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from apcore import Registry
 
-from apcore_mcp.pipeline.internals import SchemaRedactor
+from apcore_mcp._apcore import SchemaRedactor
 from apcore_mcp.pipeline.redaction import Redaction
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from apcore.observability.context_logger import RedactionConfig
 
-from apcore_mcp.pipeline.internals import (
+from apcore_mcp._apcore import (
     PROTECTED_LOG_FIELDS,
     REDACTED_VALUE,
     SchemaRedactor,

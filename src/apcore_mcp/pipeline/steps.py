@@ -20,9 +20,7 @@ from apcore.errors import ModuleDisabledError, ModuleNotFoundError, SchemaValida
 from apcore.pipeline import BaseStep, PipelineContext, StepResult
 from apcore.schema.hardening import warn_format_violations
 
-from apcore_mcp.input_check import validate_strictly
-from apcore_mcp.output_check import validate_output
-from apcore_mcp.pipeline.internals import (
+from apcore_mcp._apcore import (
     BuiltinInputValidation,
     BuiltinModuleLookup,
     BuiltinOutputValidation,
@@ -32,6 +30,8 @@ from apcore_mcp.pipeline.internals import (
     resolve_redaction,
     step_redaction,
 )
+from apcore_mcp.calls.inputs import validate_strictly
+from apcore_mcp.calls.outputs import validate_output
 from apcore_mcp.pipeline.plans import PlanCache, SchemaView
 from apcore_mcp.pipeline.redaction import Redaction
 

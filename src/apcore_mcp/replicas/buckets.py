@@ -19,7 +19,7 @@ import math
 
 from redis.exceptions import RedisError
 
-from apcore_mcp.limits import BucketStore, MemoryBuckets
+from apcore_mcp.calls.limits import BucketStore, MemoryBuckets
 from apcore_mcp.replicas.link import RedisLink
 
 USER = "rate limits"

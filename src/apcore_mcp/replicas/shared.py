@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 import anyio
 from apcore import Executor
 
-from apcore_mcp.approval import MCPApprovalHandler, mcp_approval_handler
-from apcore_mcp.catalog import ToolCatalog
-from apcore_mcp.limits import BucketStore
+from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
+from apcore_mcp.calls.limits import BucketStore
+from apcore_mcp.calls.used_approvals import UsedApprovals
 from apcore_mcp.mcp.notifier import ListChangedNotifier, change_of
-from apcore_mcp.records import ToolRecord
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
 from apcore_mcp.replicas.tasks import RedisTaskStore
 from apcore_mcp.replicas.used_approvals import RedisUsedApprovals
 from apcore_mcp.settings import Settings
-from apcore_mcp.used_approvals import UsedApprovals
+from apcore_mcp.tools.catalog import ToolCatalog
+from apcore_mcp.tools.records import ToolRecord
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import anyio
 from redis.exceptions import RedisError
 
 from apcore_mcp.replicas.link import RedisLink
-from apcore_mcp.tasks import TaskRecord, TaskStoreFull, TaskStoreUnavailable
+from apcore_mcp.tasks.records import TaskRecord, TaskStoreFull, TaskStoreUnavailable
 
 USER = "tasks"
 ENDS_CHANNEL = "task-ends"

@@ -15,8 +15,8 @@ import math
 
 from redis.exceptions import RedisError
 
+from apcore_mcp.calls.used_approvals import UsedApprovalsUnavailable
 from apcore_mcp.replicas.link import RedisLink
-from apcore_mcp.used_approvals import UsedApprovalsUnavailable
 
 USER = "approvals"
 FALLBACK = "approvals answered in 2026-07-28 input rounds are refused (a replay could not be detected)"

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from apcore_mcp.declared import default_of, options
-from apcore_mcp.env import LAUNCH_OPTIONS, env_values, parse_list
 from apcore_mcp.run.version import version_text
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError
+from apcore_mcp.settings.declared import default_of, options
+from apcore_mcp.settings.env import LAUNCH_OPTIONS, env_values, parse_list
 from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
 
 logger = logging.getLogger(__name__)
@@ -172,11 +172,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     from apcore import Registry
 
-    from apcore_mcp.discovery import DiscoveryError, discover, refuse_problems
-    from apcore_mcp.module_problems import ModuleProblemsError
-    from apcore_mcp.redaction import RedactedLogs
+    from apcore_mcp._redaction import RedactedLogs
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
+    from apcore_mcp.tools.discovery import DiscoveryError, discover, refuse_problems
+    from apcore_mcp.tools.problems import ModuleProblemsError
 
     transport = launch.get("transport", "stdio")
     try:

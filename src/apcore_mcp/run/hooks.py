@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from apcore_mcp.calls import CallRouter
+from apcore_mcp.calls.router import CallRouter
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,6 @@ from typing import Any, Unpack
 import anyio
 
 from apcore_mcp.bridge import Bridge, registry_of
-from apcore_mcp.declared import options as declared_options
 from apcore_mcp.http.app import create_app
 from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks
 from apcore_mcp.run.serving import bind_socket, make_http_server, raise_open_files_limit, run_stdio
@@ -19,6 +18,7 @@ from apcore_mcp.run.started import tools_line
 from apcore_mcp.run.telemetry import configure_tracing
 from apcore_mcp.run.version import version_line
 from apcore_mcp.settings import Settings, SettingsOptions, configure_logging, normalize_transport
+from apcore_mcp.settings.declared import options as declared_options
 from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)

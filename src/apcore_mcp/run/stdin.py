@@ -28,7 +28,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from apcore_mcp.jsonbounds import JsonBounds
+from apcore_mcp._jsonbounds import JsonBounds
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ Each setting is declared once, with its help text, CLI flag and environment vari
 shutdown), ``limits``, ``logs``, ``replicas``, ``auth`` and ``upstreams``. ``fields`` composes
 them into one dataclass, ``checks`` runs each concept's checks in order (``needs``: settings
 that mean nothing without another), and ``Settings`` here is the public constructor. The
-command line's flags, the environment reader (``env.py``), the docs' reference tables and
-``keywords.SettingsOptions`` are all derived from the declarations (``declared.py``).
+command line's flags, the environment reader (``settings/env.py``), the docs' reference tables and
+``keywords.SettingsOptions`` are all derived from the declarations (``settings/declared.py``).
 
 Imports run one way: ``option`` at the bottom, the concepts above it, then ``fields``,
 ``needs``, ``checks`` and this module; nothing here imports the server.

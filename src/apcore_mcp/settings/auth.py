@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from apcore_mcp.addresses import is_loopback_address
-from apcore_mcp.principal import check_scopes, parse_api_key, parse_scope_rules
+from apcore_mcp._addresses import is_loopback_address
+from apcore_mcp.calls.principal import check_scopes, parse_api_key, parse_scope_rules
 from apcore_mcp.settings.option import SettingError, check_positive, option, set_field, warn_renamed
 from apcore_mcp.settings.upstreams import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from apcore_mcp.addresses import is_loopback_address
+from apcore_mcp._addresses import is_loopback_address
 from apcore_mcp.settings.option import SettingError, as_tuple, option, set_field
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

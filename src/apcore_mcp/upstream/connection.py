@@ -47,8 +47,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-from apcore_mcp.redaction import redact
-from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp._redaction import redact
+from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.eof_watch import EofWatch
 from apcore_mcp.upstream.errors import (
     ConnectionLost,

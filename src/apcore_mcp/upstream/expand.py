@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from apcore_mcp.redaction import mask_every_record, mask_message, stop_masking
+from apcore_mcp._redaction import mask_every_record, mask_message, stop_masking
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "***"

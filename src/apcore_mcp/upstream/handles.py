@@ -24,7 +24,7 @@ import anyio.abc
 import mcp.types as types
 from mcp.shared.dispatcher import ProgressFnT
 
-from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.connection import Asker, Connection
 from apcore_mcp.upstream.errors import ConnectionLost, SessionLost, UpstreamUnavailable
 from apcore_mcp.upstream.expand import RedactingFilter, Redactor, install_filter, remove_filter

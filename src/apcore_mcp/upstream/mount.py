@@ -20,7 +20,7 @@ import anyio
 
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import mounts_upstreams
-from apcore_mcp.upstream.config import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
+from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
 from apcore_mcp.upstream.errors import UpstreamError
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.toolsets import Switch, UpstreamRuntime

@@ -21,8 +21,8 @@ from typing import Any
 
 import mcp.types as types
 
-from apcore_mcp.calls import carried_result
-from apcore_mcp.content import MCP_RESULT_KEY
+from apcore_mcp.calls.router import carried_result
+from apcore_mcp.tools.content import MCP_RESULT_KEY
 
 __all__ = ["MCP_RESULT_KEY", "mcp_result_of", "to_output"]
 _HOP_META_PREFIX = "io.modelcontextprotocol/"

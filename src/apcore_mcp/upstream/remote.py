@@ -17,7 +17,7 @@ from mcp.client import Transport
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.upstream.config.parse import ServerSpec
 
 S = TypeVar("S")
 

@@ -8,7 +8,7 @@ the server. Calls go through the shared lease, or through a lease of their own p
 principal or per session when the server's ``sharing`` asks for it.
 
 What the upstream sends back during a call reaches our client only through the
-``apcore_mcp.context`` helpers: progress through ``report_progress``, elicitation and
+``apcore_mcp.calls.context`` helpers: progress through ``report_progress``, elicitation and
 sampling through ``request_inputs``.
 """
 
@@ -25,13 +25,13 @@ import mcp.types as types
 from apcore import Context, Registry
 from apcore.errors import InvalidInputError
 
-from apcore_mcp.context import InputRequired, call_context, report_progress, request_inputs
-from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp.calls.context import InputRequired, call_context, report_progress, request_inputs
+from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.errors import UpstreamCredentialsError, UpstreamCredentialsRefused
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
-from apcore_mcp.upstream.token_exchange import TokenExchanger, caller_key
+from apcore_mcp.upstream.token_exchange.exchange import TokenExchanger, caller_key
 
 logger = logging.getLogger(__name__)
 

@@ -56,8 +56,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from apcore_mcp.log_throttle import LogThrottle
-from apcore_mcp.upstream.config import ServerSpec
+from apcore_mcp._log_throttle import LogThrottle
+from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.exits import ProcessTrace
 
 logger = logging.getLogger(__name__)

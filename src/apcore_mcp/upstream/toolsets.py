@@ -19,12 +19,12 @@ from typing import Any
 
 import anyio
 
-from apcore_mcp.upstream.config import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec, UpstreamConfig
+from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.names import server_segments
-from apcore_mcp.upstream.openapi import OpenApiSource
+from apcore_mcp.upstream.openapi.mount import OpenApiSource
 from apcore_mcp.upstream.source import UpstreamSource
 from apcore_mcp.upstream.specs import OPENAPI
 

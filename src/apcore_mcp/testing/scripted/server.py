@@ -30,7 +30,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.mcp.sdk_internals import connection_of
+from apcore_mcp._sdk import connection_of
 from apcore_mcp.mcp.server import ApcoreServer
 from apcore_mcp.testing.scripted.player import Context, Player
 from apcore_mcp.testing.scripted.queues import case_of
