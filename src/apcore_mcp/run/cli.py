@@ -12,14 +12,18 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from apcore_mcp.run.version import version_text
 from apcore_mcp.settings import MAX_NAME_LENGTH, Option, SettingError
 from apcore_mcp.settings.declared import default_of, options
 from apcore_mcp.settings.env import LAUNCH_OPTIONS, env_values, parse_list
 from apcore_mcp.settings.option import both_spellings, old_spellings_note, warn_renamed
+
+if TYPE_CHECKING:
+    from apcore import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +50,24 @@ def _default_text(opt: Option) -> str:
     return f"`{default}`"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class UsageError(ValueError):
+    """Invalid arguments; ``code`` is the exit status the CLI gives them."""
+
+    def __init__(self, message: str, code: int = EXIT_INVALID) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """Usage errors raise ``UsageError`` instead of exiting: for callers that are not the CLI's process."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, EXIT_STARTUP)
+
+
+def build_parser(*, raising: bool = False) -> argparse.ArgumentParser:
+    """The CLI's parser; ``raising``: a usage error raises ``UsageError`` (the CLI prints and exits)."""
+    parser = (_RaisingParser if raising else argparse.ArgumentParser)(
         prog="apcore-mcp",
         description="Serve the apcore modules of an extensions directory as MCP tools. "
         "APCORE_MCP_* environment variables set defaults; flags override them.",
@@ -107,12 +127,51 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What a command line asks for: ``Settings`` values, launch values and the extensions directory."""
+
+    values: dict[str, Any]
+    launch: dict[str, Any]
+    extensions_dir: Path
+
+
+def parse_launch(argv: Sequence[str] | None, environ: Mapping[str, str], *, raising: bool = False) -> Launch:
+    """Flags over ``APCORE_MCP_*`` variables, checked as the CLI checks them.
+
+    Raises:
+        UsageError: invalid arguments (with ``raising``, also what argparse itself refuses).
+    """
+    args = build_parser(raising=raising).parse_args(argv)
+    values, launch = _resolve(args, environ)
+    return Launch(values, launch, _check_args(values, launch))
+
+
+def discovered_registry(extensions_dir: Path, *, strict: bool = False) -> Registry:
+    """A Registry of the modules of ``extensions_dir``, as the CLI discovers them.
+
+    Raises:
+        DiscoveryError: the directory cannot be read.
+        ModuleProblemsError: ``strict`` and a module that cannot be served.
+    """
+    from apcore import Registry
+
+    from apcore_mcp.tools.discovery import discover, refuse_problems
+
+    registry = Registry(extensions_dir=str(extensions_dir))
+    found = discover(registry, extensions_dir)  # each file it skips is a WARNING naming it
+    logger.info("Discovered %d module(s) in %s", found.count, extensions_dir)
+    if strict:
+        refuse_problems(found, registry)
+    return registry
+
+
 def _resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Settings values and launch values: flags over ``APCORE_MCP_*`` variables."""
     try:
         values, launch = env_values(environ)
     except ValueError as exc:
-        _fail(str(exc), EXIT_INVALID)
+        raise UsageError(str(exc)) from None
     for opt in options():
         _take_old_flags(args, opt)
         given = getattr(args, opt.name, None)
@@ -133,7 +192,7 @@ def _take_old_flags(args: argparse.Namespace, opt: Option) -> None:
         if given is None:
             continue
         if getattr(args, opt.name, None) is not None:
-            _fail(both_spellings(old_flag, str(opt.flag)), EXIT_INVALID)
+            raise UsageError(both_spellings(old_flag, str(opt.flag)))
         warn_renamed(old_flag, str(opt.flag), operator=True)
         setattr(args, opt.name, given)
 
@@ -141,20 +200,22 @@ def _take_old_flags(args: argparse.Namespace, opt: Option) -> None:
 def _check_args(values: dict[str, Any], launch: dict[str, Any]) -> Path:
     """The SRS's CLI messages (FR-CLI), checked before anything starts."""
     if "extensions_dir" not in launch:
-        _fail("the following arguments are required: --extensions-dir (or APCORE_MCP_EXTENSIONS_DIR)", EXIT_STARTUP)
+        raise UsageError(
+            "the following arguments are required: --extensions-dir (or APCORE_MCP_EXTENSIONS_DIR)", EXIT_STARTUP
+        )
     path = Path(launch["extensions_dir"])
     if not path.exists():
-        _fail(f"extensions directory does not exist: {path}", EXIT_INVALID)
+        raise UsageError(f"extensions directory does not exist: {path}")
     if not path.is_dir():
-        _fail(f"extensions path is not a directory: {path}", EXIT_INVALID)
+        raise UsageError(f"extensions path is not a directory: {path}")
     port = values.get("port", default_of("port"))
     if not 1 <= port <= 65535:
-        _fail("port must be between 1 and 65535", EXIT_INVALID)
+        raise UsageError("port must be between 1 and 65535")
     name = values.get("name", default_of("name"))
     if not name:
-        _fail("server name must not be empty", EXIT_INVALID)
+        raise UsageError("server name must not be empty")
     if len(name) > MAX_NAME_LENGTH:
-        _fail(f"server name must not exceed {MAX_NAME_LENGTH} characters", EXIT_INVALID)
+        raise UsageError(f"server name must not exceed {MAX_NAME_LENGTH} characters")
     return path
 
 
@@ -166,16 +227,16 @@ def flag_of(field: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    values, launch = _resolve(args, os.environ if environ is None else environ)
-    extensions_dir = _check_args(values, launch)
-
-    from apcore import Registry
+    try:
+        parsed = parse_launch(argv, os.environ if environ is None else environ)
+    except UsageError as exc:
+        _fail(str(exc), exc.code)
+    values, launch = parsed.values, parsed.launch
 
     from apcore_mcp._redaction import RedactedLogs
     from apcore_mcp.run.serve import serve
     from apcore_mcp.settings import configure_logging
-    from apcore_mcp.tools.discovery import DiscoveryError, discover, refuse_problems
+    from apcore_mcp.tools.discovery import DiscoveryError
     from apcore_mcp.tools.problems import ModuleProblemsError
 
     transport = launch.get("transport", "stdio")
@@ -183,12 +244,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         configure_logging(values["log_level"])
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)
-    registry = Registry(extensions_dir=str(extensions_dir))
     try:
-        found = discover(registry, extensions_dir)  # each file it skips is a WARNING naming it
-        logger.info("Discovered %d module(s) in %s", found.count, extensions_dir)
-        if values.get("strict_modules"):
-            refuse_problems(found, registry)
+        registry = discovered_registry(parsed.extensions_dir, strict=bool(values.get("strict_modules")))
         with RedactedLogs():  # every transport: no credential in a log line (the HTTP app's lifespan does it too)
             serve(registry, transport=transport, **values)
     except (DiscoveryError, ModuleProblemsError) as exc:
@@ -204,4 +261,4 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         pass
 
 
-__all__ = ["build_parser", "main", "parse_list"]
+__all__ = ["Launch", "UsageError", "build_parser", "discovered_registry", "main", "parse_launch", "parse_list"]

@@ -15,7 +15,7 @@ import anyio
 
 from apcore_mcp.testing.fields import DocumentError
 from apcore_mcp.testing.scripted.app import run_http, run_stdio
-from apcore_mcp.testing.scripted.script import DirectiveTool, load_script
+from apcore_mcp.testing.scripted.script import DirectiveTool, Script, load_script
 from apcore_mcp.testing.scripted.server import RequestRecord, build_server
 
 
@@ -40,16 +40,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    try:
-        script = load_script(args.script)
-    except DocumentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+def script_of(args: argparse.Namespace) -> Script:
+    """The script the parsed command line names, with its ``--directive-tool`` applied.
+
+    Raises:
+        DocumentError: a bad script (the message names the file and the field).
+    """
+    script = load_script(args.script)
     if args.directive_tool:
         base = script.directive or DirectiveTool()
         script = replace(script, directive=DirectiveTool(args.directive_tool, base.argument, base.description))
+    return script
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        script = script_of(args)
+    except DocumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     record = RequestRecord(args.record)
     server = build_server(script, record)
     try:
