@@ -165,14 +165,14 @@ def record(name, server):
         out.write(f"{{name}} {{server.pid}}\\n")
 
 def test_one(mcp_server):
-    record("module", mcp_server(scripted_server({script!r}), scope="module"))
-    record("session", mcp_server(scripted_server({script!r}), scope="session"))
-    record("function", mcp_server(scripted_server({script!r})))
+    record("module", mcp_server(scripted_server({script!r}), "streamable-http", scope="module"))
+    record("session", mcp_server(scripted_server({script!r}), "streamable-http", scope="session"))
+    record("function", mcp_server(scripted_server({script!r}), "streamable-http"))
 
 def test_two(mcp_server):
-    record("module", mcp_server(scripted_server({script!r}), scope="module"))
-    record("session", mcp_server(scripted_server({script!r}), scope="session"))
-    record("function", mcp_server(scripted_server({script!r})))
+    record("module", mcp_server(scripted_server({script!r}), "streamable-http", scope="module"))
+    record("session", mcp_server(scripted_server({script!r}), "streamable-http", scope="session"))
+    record("function", mcp_server(scripted_server({script!r}), "streamable-http"))
     assert {fail}
 """
 
@@ -201,7 +201,8 @@ from pathlib import Path
 from apcore_mcp.testing import scripted_server
 
 def test_waits(mcp_server):
-    pids = [mcp_server(scripted_server({script!r}), scope=scope).pid for scope in ("function", "module", "session")]
+    servers = [mcp_server(scripted_server({script!r}), "streamable-http", scope=scope) for scope in ("function", "module", "session")]
+    pids = [server.pid for server in servers]
     Path({pid_file!r}).write_text(" ".join(map(str, pids)))
     for _ in range(600):  # bounded: the outer test interrupts long before
         time.sleep(0.1)

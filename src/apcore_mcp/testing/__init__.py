@@ -1,7 +1,8 @@
 """Testing MCP with apcore-mcp: start servers for tests, script a server's answers, declare cases.
 
 - ``mcp_server`` fixture (pytest plugin, installed with ``apcore-mcp[testing]``) and
-  ``start_server()`` for use without pytest;
+  ``start_server()`` for use without pytest, in memory (the default: in the test's own process)
+  or as a process on stdio, Streamable HTTP or SSE;
 - ``apcore_server()``, ``scripted_server()``, ``command_server()``: how to start a server;
 - the scripted server: ``python -m apcore_mcp.testing.scripted SCRIPT.yaml``;
 - declarative ``*.mcp.yaml`` cases, collected by the plugin.

@@ -1,12 +1,19 @@
-"""Starting an MCP server as a subprocess for a test, knowing when it is ready, and stopping it for sure.
+"""Starting an MCP server for a test, knowing when it is ready, and stopping it for sure.
 
 A ``ServerCommand`` says how to start a server; its arguments may hold the placeholders
 ``{transport}``, ``{host}``, ``{port}`` and ``{record}`` (a JSON lines file for the request
 record). ``start_server()`` runs it on one transport and returns a ``RunningServer`` once the
-server answers: HTTP and SSE by ``GET /health`` (or, for a server without one, a completed
-``initialize``); stdio by a completed handshake with a probe process. Every process runs in its
-own process group; stopping sends SIGTERM to the group, waits, then SIGKILLs what is left. An
-``atexit`` hook stops whatever a crashed test run left behind.
+server answers:
+
+- ``memory``: no process. An ``apcore_server`` or ``scripted_server`` command is built in the
+  test's own process and served over the SDK's in-memory streams (``testing.memory``); ready
+  once built. Its ``pid``, ``url`` and ``base_url`` are ``None``; ``params`` is refused.
+- ``streamable-http`` and ``sse``: a subprocess on a free port, ready on ``GET /health`` (or,
+  for a server without one, a completed ``initialize``);
+- ``stdio``: ready once a probe process completed a handshake (each client starts its own).
+
+Every process runs in its own process group; stopping sends SIGTERM to the group, waits, then
+SIGKILLs what is left. An ``atexit`` hook stops whatever a crashed test run left behind.
 """
 
 from __future__ import annotations
@@ -29,9 +36,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from apcore_mcp.testing import clients
+from apcore_mcp.testing.memory import MemoryServer, start_memory
 
-Transport = Literal["stdio", "streamable-http", "sse"]
-TRANSPORTS: tuple[Transport, ...] = ("stdio", "streamable-http", "sse")
+Transport = Literal["memory", "stdio", "streamable-http", "sse"]
+TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "streamable-http", "sse")
 DEFAULT_READY_TIMEOUT = 30.0
 STOP_GRACE_SECONDS = 5.0
 _OUTPUT_TAIL = 8_000
@@ -43,7 +51,11 @@ class ServerNotReady(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerCommand:
-    """How to start an MCP server (see the module docstring for the placeholders)."""
+    """How to start an MCP server (see the module docstring for the placeholders).
+
+    ``kind``: ``apcore`` or ``scripted`` (ours, which the ``memory`` transport builds in process)
+    or ``command`` (any other, run as a process only).
+    """
 
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
@@ -51,6 +63,7 @@ class ServerCommand:
     mcp_path: str = "/mcp"
     sse_path: str = "/sse"
     health_path: str | None = "/health"
+    kind: Literal["apcore", "scripted", "command"] = "command"
 
     def render(self, *, transport: str, host: str, port: int, record: Path) -> list[str]:
         values = {"{transport}": transport, "{host}": host, "{port}": str(port), "{record}": str(record)}
@@ -71,24 +84,26 @@ def command_server(
     sse_path: str = "/sse",
     health_path: str | None = None,
 ) -> ServerCommand:
-    """Any server command. Without ``health_path`` readiness means a completed ``initialize``."""
+    """Any server command, run as a process (not on ``memory``). Without ``health_path``
+    readiness means a completed ``initialize``."""
     return ServerCommand(
         tuple(argv), tuple(sorted((env or {}).items())), str(cwd) if cwd else None, mcp_path, sse_path, health_path
     )
 
 
 def apcore_server(extensions_dir: str | Path, *args: str, env: Mapping[str, str] | None = None) -> ServerCommand:
-    """Our CLI serving an apcore extensions directory (``python -m apcore_mcp``)."""
+    """Our CLI serving an apcore extensions directory (``python -m apcore_mcp``); ``args`` are its
+    flags. In memory they are parsed by the same parser, and only ``APCORE_MCP_*`` ``env`` applies."""
     argv = [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(Path(extensions_dir).resolve())]
     argv += ["--transport", "{transport}", "--host", "{host}", "--port", "{port}", "--log-level", "WARNING", *args]
-    return ServerCommand(tuple(argv), tuple(sorted((env or {}).items())))
+    return ServerCommand(tuple(argv), tuple(sorted((env or {}).items())), kind="apcore")
 
 
 def scripted_server(script: str | Path, *args: str, env: Mapping[str, str] | None = None) -> ServerCommand:
     """The scripted server playing ``script``, recording requests for ``RunningServer.requests()``."""
     argv = [sys.executable, "-m", "apcore_mcp.testing.scripted", str(Path(script).resolve())]
     argv += ["--transport", "{transport}", "--host", "{host}", "--port", "{port}", "--record", "{record}", *args]
-    return ServerCommand(tuple(argv), tuple(sorted((env or {}).items())))
+    return ServerCommand(tuple(argv), tuple(sorted((env or {}).items())), kind="scripted")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -100,7 +115,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class RunningServer:
-    """A ready server and the ways to reach it."""
+    """A ready server and the ways to reach it.
+
+    In memory (``transport == "memory"``) there is no process and no address: ``pid``, ``url``
+    and ``base_url`` are ``None``, ``params`` and ``mcp_servers_entry`` raise ``ValueError``;
+    ``client()``, ``output()`` (its log records), ``requests()`` and ``stop()`` work as for the others.
+    """
 
     transport: str
     argv: list[str]
@@ -110,10 +130,19 @@ class RunningServer:
     url: str | None = None
     base_url: str | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    memory: MemoryServer | None = field(default=None, repr=False)
+    """The in-process server (``memory`` transport only)."""
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """Not stopped: its process (if it has one) runs, its in-memory server (if it is one) is open."""
+        if self.memory is not None:
+            return not self.memory.closed
+        return self.process is None or self.process.poll() is None
 
     @property
     def log_path(self) -> Path:
@@ -125,7 +154,13 @@ class RunningServer:
 
     @property
     def params(self) -> dict[str, Any]:
-        """``{"command", "args", "env"}`` (stdio; also ``cwd`` when set) or ``{"url"}`` (HTTP, SSE)."""
+        """``{"command", "args", "env"}`` (stdio; also ``cwd`` when set) or ``{"url"}`` (HTTP, SSE).
+
+        Raises:
+            ValueError: in memory, where no other process can reach the server.
+        """
+        if self.transport == "memory":
+            raise ValueError("a server in memory has no connection parameters: use 'stdio' or 'streamable-http'")
         if self.transport != "stdio":
             return {"url": self.url}
         params: dict[str, Any] = {"command": self.argv[0], "args": self.argv[1:], "env": dict(self.env)}
@@ -135,16 +170,23 @@ class RunningServer:
 
     def mcp_servers_entry(self, name: str = "server") -> dict[str, Any]:
         """An ``mcpServers`` configuration as MCP hosts read it (``type``: stdio, http or sse)."""
+        params = self.params  # refused in memory
         kind = {"stdio": "stdio", "streamable-http": "http", "sse": "sse"}[self.transport]
-        return {"mcpServers": {name: {"type": kind, **self.params}}}
+        return {"mcpServers": {name: {"type": kind, **params}}}
 
     def client(self, era: str = "legacy", **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         """A connected ``mcp.Client`` (``async with``); ``era``: ``legacy`` (2025-11-25 handshake)
         or ``modern`` (2026-07-28 where the server speaks it). ``options`` go to ``mcp.Client``."""
+        if self.memory is not None:
+            return self.memory.client(era, **options)
         return clients.connect(self.transport, self.url or "", self.params, era=era, **options)
 
     def output(self) -> str:
-        """What the server process wrote to stdout and stderr (the last part)."""
+        """What the server process wrote to stdout and stderr (the last part); in memory, the log
+        records emitted for this server (as far as the logging configuration passes them: WARNING
+        and above by default)."""
+        if self.memory is not None:
+            return self.memory.output()
         return _tail(self.log_path)
 
     def requests(self, method: str | None = None, test_case: str | None = None) -> list[dict[str, Any]]:
@@ -154,6 +196,8 @@ class RunningServer:
     def stop(self) -> None:
         if self.process is not None:
             stop_process_group(self.process)
+        if self.memory is not None:
+            self.memory.close()
 
 
 def start_server(
@@ -167,12 +211,17 @@ def start_server(
     """Start ``command`` on ``transport`` and return once it is ready.
 
     Raises:
-        ServerNotReady: it exited, or did not answer within ``timeout`` seconds.
-        ValueError: an unknown transport.
+        ServerNotReady: it exited, or did not answer within ``timeout`` seconds (in memory: its
+            arguments, extensions or script were refused).
+        ValueError: an unknown transport; on ``memory``, a command that is not ours or an ``env``
+            that only a process of its own would see.
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"Unknown transport {transport!r}: expected one of {', '.join(TRANSPORTS)}")
     workdir.mkdir(parents=True, exist_ok=True)
+    if transport == "memory":
+        memory = start_memory(command, workdir)
+        return RunningServer(transport, list(command.argv), dict(command.env), command.cwd, workdir, memory=memory)
     port = free_port(host)  # stdio servers get one too: some CLIs check the flag whatever the transport
     argv = command.render(transport=transport, host=host, port=port, record=workdir / "requests.jsonl")
     env = dict(command.env)

@@ -1,10 +1,12 @@
 """The pytest plugin of ``apcore-mcp[testing]`` (entry point ``pytest11``: no conftest needed).
 
-- Fixture ``mcp_server``: a factory ``mcp_server(server, transport="streamable-http", *,
+- Fixture ``mcp_server``: a factory ``mcp_server(server, transport="memory", *,
   scope="function", timeout=None) -> RunningServer``. ``server`` is a ``ServerCommand``
   (``apcore_server(...)``, ``scripted_server(...)``, ``command_server(...)``), an extensions
-  directory, or a script file. ``scope`` picks who shares it: this test, this module, or the
-  whole session (one process per command and transport, shared by every test that asks).
+  directory, or a script file. ``transport``: ``memory`` (the default: in this process, over the
+  SDK's in-memory streams; not for ``command_server``), ``stdio``, ``streamable-http`` or ``sse``
+  (a process each). ``scope`` picks who shares it: this test, this module, or the whole session
+  (one server per command and transport, shared by every test that asks).
 - ``*.mcp.yaml`` files are collected: one item per case and transport (``yaml_cases``).
 - ini options: ``mcp_ready_timeout`` (seconds, default 30) and ``mcp_call_timeout`` (60).
 """
@@ -47,7 +49,7 @@ class McpServerFactory:
     def __call__(
         self,
         server: ServerCommand | str | Path,
-        transport: str = "streamable-http",
+        transport: str = "memory",
         *,
         scope: str = "function",
         timeout: float | None = None,

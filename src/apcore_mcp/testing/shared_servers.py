@@ -13,7 +13,8 @@ from apcore_mcp.testing.harness import DEFAULT_READY_TIMEOUT, RunningServer, Ser
 class ServerPool:
     """Running servers keyed by ``(command, transport)``. Thread-safe; ``close()`` stops them all.
 
-    A shared server is never handed out dead: one whose process ended is started again.
+    A shared server is never handed out dead: one whose process ended (or, in memory, that was
+    stopped) is started again.
     """
 
     def __init__(self, workdir: Path | None = None) -> None:
@@ -27,7 +28,7 @@ class ServerPool:
         key = (command, transport)
         with self._lock:
             server = self._servers.get(key)
-            if server is not None and (server.process is None or server.process.poll() is None):
+            if server is not None and server.alive:
                 return server
             self._count += 1
             server = start_server(command, transport, self.workdir / f"{self._count}-{transport}", timeout=timeout)

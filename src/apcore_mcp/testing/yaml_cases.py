@@ -4,7 +4,7 @@ the tool calls to make, each with what the client must see.
 ```yaml
 server:
   extensions_dir: ../examples/extensions   # or script: FILE, command: [ARGV...], url: URL
-transports: [stdio, streamable-http, sse]    # default: all three
+transports: [memory, streamable-http]        # default: all four (memory, stdio, streamable-http, sse)
 eras: [legacy, modern]                       # default: both (SSE runs legacy only)
 cases:
   - id: counts words
