@@ -44,7 +44,7 @@ INSTALLED_VERSIONS = (
     "print(version('apcore'), version('mcp'), platform.python_version())"
 )
 COMMAND_SECONDS = 300  # a pip install resolving from a cold cache
-EXAMPLE_TESTS = 17  # the testing page's tests: stats.mcp.yaml 2 cases x 5 transport/era pairs, 4 + 3 in its files
+EXAMPLE_TESTS = 17  # the testing page's tests: stats.mcp.yaml 2 cases x 4 transport/era pairs, 6 + 3 in its files
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

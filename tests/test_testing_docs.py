@@ -61,7 +61,7 @@ def test_every_file_block_of_the_doc_runs(pytester: pytest.Pytester) -> None:
     argv = command_of("the project's tests")
     assert argv[0] == "pytest"
     result = pytester.runpytest("-p", "no:cacheprovider", *argv[1:])
-    # stats.mcp.yaml: 2 cases x 5 transport/era pairs; the fixture file: 4; the client file: 3
+    # stats.mcp.yaml: 2 cases x 4 transport/era pairs (memory and HTTP, both eras); the fixture file: 6; the client file: 3
     result.assert_outcomes(passed=17)
     assert "warning" not in result.stdout.lines[-1], result.stdout.str()
 

@@ -10,10 +10,20 @@ EXTENSIONS = Path(__file__).parent.parent / "extensions"
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("era", ["legacy", "modern"])  # 2025-11-25 handshake, 2026-07-28
+async def test_stats_in_memory(mcp_server: McpServerFactory, era: str) -> None:
+    server = mcp_server(apcore_server(EXTENSIONS))  # in this process
+    async with server.client(era=era) as client:  # an mcp.Client
+        result = await client.call_tool("text.stats", {"text": "a b a"})
+    assert result.structured_content["words"] == 3
+    assert server.pid is None and server.url is None
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("transport", ["stdio", "streamable-http", "sse"])
-async def test_stats_on_every_transport(mcp_server: McpServerFactory, transport: str) -> None:
-    server = mcp_server(apcore_server(EXTENSIONS), transport, scope="module")
-    async with server.client(era="legacy") as client:  # an mcp.Client; era="modern" for 2026-07-28
+async def test_stats_end_to_end(mcp_server: McpServerFactory, transport: str) -> None:
+    server = mcp_server(apcore_server(EXTENSIONS), transport, scope="module")  # a process
+    async with server.client(era="legacy") as client:
         result = await client.call_tool("text.stats", {"text": "a b a"})
     assert result.structured_content["words"] == 3
 
