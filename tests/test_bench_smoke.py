@@ -30,6 +30,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
         calls=20,
         roundtrip_calls=10,
         duration=1.0,
+        soak_seconds=7.0,  # three RSS samples: whether the soak runs, not whether it is flat
         client_counts=(2,),
         servers=("ours", "bare+executor"),
         startup_reps=1,
