@@ -16,7 +16,8 @@ async def test_stats_in_memory(mcp_server: McpServerFactory, era: str) -> None:
     async with server.client(era=era) as client:  # an mcp.Client
         result = await client.call_tool("text.stats", {"text": "a b a"})
     assert result.structured_content["words"] == 3
-    assert server.pid is None and server.url is None
+    assert server.pid is None  # no process
+    assert server.url is None
 
 
 @pytest.mark.asyncio
