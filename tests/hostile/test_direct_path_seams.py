@@ -1,6 +1,6 @@
 """Where the direct path meets the rest of the server: each check it must not skip, attacked on both paths.
 
-The harness of ``tests/test_direct_path.py``: the same registry served with ``direct_path`` on and
+The harness of ``tests/test_direct_path*.py`` (``tests/_support/direct_pair.py``): the same registry served with ``direct_path`` on and
 off, the same raw POST to both, one answer expected, and the direct path's counter (a toolset
 endpoint's included) saying which path answered. Each test would go red if the direct path
 skipped the check it is named for: the caller's identity, its own limits (as a trusted proxy
@@ -25,9 +25,7 @@ from apcore_mcp.calls.limits import RATE_LIMITED
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import ISSUER, JWKS_URL, Issuer, api_key_entry, bearer, role_executor
-from tests._support.hostile import MODERN_META
-from tests._support.modules import Routed, make_executor, make_registry
-from tests.test_direct_path import (
+from tests._support.direct_pair import (
     ECHO,
     ELICITING_META,
     Post,
@@ -39,6 +37,8 @@ from tests.test_direct_path import (
     state_of,
     tool,
 )
+from tests._support.hostile import MODERN_META
+from tests._support.modules import Routed, make_executor, make_registry
 
 PUBLIC = "https://mcp.example.test"
 ALICE, BOB = "alice-key-" + "a" * 30, "bob-key-" + "b" * 30
