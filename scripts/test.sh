@@ -7,7 +7,9 @@
 # - Debian's chromium (browser tests), nginx (reverse-proxy tests) and redis-server (replica tests),
 #   when run as root;
 # - then mypy --strict on src/, tests/, bench/ and examples/ (pyproject's [tool.mypy] files), ruff on
-#   the whole repository, and pytest under coverage (floor 90%).
+#   the whole repository, and pytest under coverage (floor 90%): one worker per core (pytest-xdist,
+#   tests handed out one at a time as workers free up), the ten slowest tests listed at the end.
+#   `bash scripts/test.sh -n 0 ...` runs in one process (a single test, a debugger).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,7 +57,7 @@ export COVERAGE_PROCESS_START="$PWD/pyproject.toml" COVERAGE_FILE="$PWD/.coverag
 rm -f .coverage .coverage.*
 mkdir -p .cache
 tests=0
-.venv/bin/pytest "$@" | tee .cache/pytest.out || tests=$?
+.venv/bin/pytest -n auto --dist worksteal --durations=10 "$@" | tee .cache/pytest.out || tests=$?
 unset COVERAGE_PROCESS_START
 .venv/bin/coverage combine -q
 covered=0

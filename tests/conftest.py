@@ -82,3 +82,13 @@ def issuer() -> Iterator[Issuer]:
     issuer = Issuer()
     with mock_jwks(issuer):
         yield issuer
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers implied by what a test uses: the TypeScript client and the conformance suites run on
+    Node (``interop``, ``conformance`` imply ``node``); the ``browser`` fixture is Chromium."""
+    for item in items:
+        if item.get_closest_marker("interop") or item.get_closest_marker("conformance"):
+            item.add_marker(pytest.mark.node)
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

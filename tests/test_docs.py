@@ -427,6 +427,7 @@ def test_the_protocol_era_example_prints_what_its_comments_say(quickstart: Runni
     assert done.stdout.splitlines() == said == ["legacy 2025-11-25 3", "auto 2026-07-28 3"]
 
 
+@pytest.mark.node
 @pytest.mark.interop
 def test_the_typescript_sdk_gets_the_era_the_quick_start_says(quickstart: RunningServer) -> None:
     page = " ".join((DOCS / "quickstart.md").read_text().split())

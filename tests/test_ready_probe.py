@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests._support.hostile import serving, wait_until
 from tests._support.replicas import new_key, redis_running
+
+pytestmark = pytest.mark.redis
 
 
 async def test_ready_reports_redis_away_and_back_without_any_call(tmp_path: Path) -> None:

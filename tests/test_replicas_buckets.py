@@ -25,6 +25,8 @@ from apcore_mcp.replicas.link import RedisLink
 
 from tests._support.replicas import RedisServer, redis_running
 
+pytestmark = pytest.mark.redis
+
 RATE = 0.5  # tokens a second: slow enough that a test run refills nothing worth counting
 BURST = 5
 

@@ -37,7 +37,7 @@ from tests._support.replicas import (
 )
 from tests._support.results import text_of
 
-pytestmark = pytest.mark.nginx
+pytestmark = [pytest.mark.redis, pytest.mark.nginx]
 
 INVALID_REQUEST = -32600
 ATTEMPTS = 30  # sessions opened until one sticks: each sticks with odds 1/2 (2 replicas)

@@ -33,7 +33,7 @@ from tests._support.replicas import (
     structured,
 )
 
-pytestmark = pytest.mark.nginx
+pytestmark = [pytest.mark.redis, pytest.mark.nginx]
 
 INVALID_PARAMS = -32602
 

@@ -36,7 +36,7 @@ from tests._support.replicas import (
 )
 from tests._support.sessions import Inbox
 
-pytestmark = pytest.mark.nginx
+pytestmark = [pytest.mark.redis, pytest.mark.nginx]
 
 NOTIFY_SECONDS = 5.0
 OUTAGE_SECONDS = 15.0

@@ -32,7 +32,7 @@ from tests._support.replicas import (
     structured,
 )
 
-pytestmark = pytest.mark.nginx
+pytestmark = [pytest.mark.redis, pytest.mark.nginx]
 
 SLOW_MS = 2500  # still running when the signal comes, well within the shutdown timeout
 SHUTDOWN_TIMEOUT = 5

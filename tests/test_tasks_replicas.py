@@ -27,6 +27,8 @@ from tests._support.replicas import RedisServer, Replica, redis_running
 from tests._support.sessions import running_http
 from tests._support.tasks import HANDSHAKE, CountingStore, Seen, Wire, gate_executor, task_executor
 
+pytestmark = pytest.mark.redis
+
 EXTENSIONS = Path(__file__).resolve().parent / "task_extensions"
 LEASE = 1.5
 WAITERS = 20

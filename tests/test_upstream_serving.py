@@ -67,6 +67,7 @@ async def test_a_toolset_has_its_own_endpoint(served: tuple[RunningServer, Path]
     assert (moved.status_code, moved.headers["location"]) == (308, "../../toolsets/only_notes/mcp")
 
 
+@pytest.mark.node
 def test_the_typescript_client_calls_an_upstream_tool(served: tuple[RunningServer, Path]) -> None:
     server, _config = served
     run = run_ts_client(server, "--call", "notes.echo", "--args", json.dumps({"text": "from node"}))

@@ -297,6 +297,7 @@ async def replicas(redis_url: str, **settings: Any) -> AsyncIterator[tuple[str, 
         yield a, b
 
 
+@pytest.mark.redis
 async def test_a_replay_on_another_replica_is_refused(tmp_path: Path, marker: Path) -> None:
     arguments = {"marker": str(marker)}
     with redis_running(tmp_path / "redis") as redis_server:
@@ -314,6 +315,7 @@ async def test_a_replay_on_another_replica_is_refused(tmp_path: Path, marker: Pa
     assert runs(marker) == 2
 
 
+@pytest.mark.redis
 async def test_the_shared_record_expires_with_the_state(tmp_path: Path, marker: Path) -> None:
     arguments = {"marker": str(marker)}
     with redis_running(tmp_path / "redis") as redis_server:
@@ -331,6 +333,7 @@ async def test_the_shared_record_expires_with_the_state(tmp_path: Path, marker: 
     assert runs(marker) == 1
 
 
+@pytest.mark.redis
 async def test_approvals_fail_closed_while_redis_is_away(tmp_path: Path, marker: Path) -> None:
     """Without the shared record a replay could not be seen: approvals are refused, with a reason.
 
