@@ -3,7 +3,7 @@
 ``register_generated(registry, n)`` registers ``gen.<verb>_<object>_<n>`` modules whose
 descriptions and parameters combine a fixed vocabulary, deterministically. Their input
 contract is a JSON Schema (``JsonSchemaModel``), as an upstream tool's is, so 10,000 of them
-register in about a second. Shared by ``tests/test_search.py`` and the search workload.
+register in about a second. Shared by ``tests/tools/test_search.py`` and the search workload.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ each part can be read (and worked on) alone. ``page.html`` holds the markup with
 name order. The scripts share one function scope (one IIFE), as the page always had.
 
     python scripts/build_explorer.py           # write static/explorer.html
-    python scripts/build_explorer.py --check   # exit 1 if it is not current (tests/test_explorer_build.py)
+    python scripts/build_explorer.py --check   # exit 1 if not current (tests/http/explorer/test_explorer_build.py)
 """
 
 from __future__ import annotations

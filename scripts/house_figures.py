@@ -4,7 +4,7 @@
 
 - sizes: lines per module of ``src/apcore_mcp`` and per function (``def`` to its last line);
 - bare ``Any``: annotations that are exactly ``Any`` (``dict[str, Any]`` for JSON does not count);
-- layering: edges against the architecture page's order and import cycles (``tests/test_layering.py``);
+- layering: edges against the architecture page's order and import cycles (``tests/project/test_layering.py``);
 - the path of ``serve(registry)`` over stdio (one module) with an empty stdin, start to finish: each run of
   calls in one module is a stay; a climb is a stay in a higher room than the one before it.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "apcore_mcp"
-sys.path.insert(0, str(ROOT))  # tests.test_layering, when run as a script
+sys.path.insert(0, str(ROOT))  # tests.project.test_layering, when run as a script
 
-from tests.test_layering import against_layering, cycles, imports  # noqa: E402
+from tests.project.test_layering import against_layering, cycles, imports  # noqa: E402
 
 ROOMS = {"run": 6, "http": 5, "bridge": 4, "mcp": 3, "upstream": 3, "replicas": 3, "testing": 3, "pipeline": 2}
 """Higher rooms depend on lower ones (the architecture page); top-level modules are the core (1)."""

@@ -12,7 +12,7 @@ Each table sits between ``<!-- NAME -->`` and ``<!-- /NAME -->`` markers in one 
 - ``error-codes-table`` (docs/errors.md): the JSON-RPC error codes of this project, read from
   their declarations (a module-level ``NAME = -32xxx`` with its docstring) anywhere in the package.
 
-``tests/test_docs.py`` fails while a page differs from what this writes; ``--check`` only reports.
+``tests/project/test_docs.py`` fails while a page differs from what this writes; ``--check`` only reports.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The module holds ``SettingsOptions``, the ``TypedDict`` that types the setting k
 ``serve()`` and ``BackgroundServer()`` (``**options: Unpack[SettingsOptions]``). Each key and
 type comes from a ``Settings`` field, so a setting is still declared once; a list setting also
 takes a ``list[str]``, as ``build_settings`` turns it into the stored tuple.
-``tests/test_public_types.py`` fails while the module differs from what this writes.
+``tests/project/test_public_types.py`` fails while the module differs from what this writes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _STORED_LIST = "tuple[str, ...]"
 HEADER = '''"""``SettingsOptions``: the setting keywords of ``serve()`` and ``BackgroundServer()``, typed.
 
 Generated from the ``Settings`` declarations by ``scripts/update_settings_options.py``; do not
-edit by hand (``tests/test_public_types.py`` fails while this differs from what it writes).
+edit by hand (``tests/project/test_public_types.py`` fails while this differs from what it writes).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ types ``Text``, ``Image``, ``Audio``, ``EmbeddedResource``, ``ResourceLink``; fo
 Executor, ``MCPApprovalHandler`` and ``install_pipeline``. The setting keywords of ``serve``
 and ``BackgroundServer`` are typed by ``SettingsOptions``; ``RegistryOrExecutor`` is what they serve.
 
-``__all__`` is the public API, locked by ``tests/test_public_types.py``. ``MCPServer`` is the
+``__all__`` is the public API, locked by ``tests/project/test_public_types.py``. ``MCPServer`` is the
 deprecated old name of ``BackgroundServer`` (it clashed with the MCP SDK's ``MCPServer``): it
 still works for one release, with a ``DeprecationWarning``, and is not in ``__all__``.
 

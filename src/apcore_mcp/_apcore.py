@@ -4,10 +4,10 @@ The fast steps must behave exactly as apcore's built-in ones, so where apcore de
 private helper (how a pydantic error becomes an ``errors`` list, how a module declares its
 timeout, how redaction walks a schema and matches keys) we call that helper rather than copy it.
 If an apcore release renames one, this import fails loudly instead of the semantics drifting
-silently, and ``tests/test_pipeline_equivalence.py`` checks the meaning stays the same.
+silently, and ``tests/pipeline/test_pipeline_equivalence.py`` checks the meaning stays the same.
 
 The functions below read the private state apcore offers no getter for: what a built-in step was
-built with, and an ``Executor``'s ACL and approval handler. ``tests/test_private_api.py`` fails
+built with, and an ``Executor``'s ACL and approval handler. ``tests/pipeline/test_private_api.py`` fails
 if any other module of the package touches a private apcore name. ``docs/executor-fork.md``
 says what apcore would need to offer for this module to go.
 """

@@ -5,7 +5,7 @@ read a running session manager's lifespan state, know the ping interval and head
 2026-07-28 SSE responses, map a handler's exception to the wire as its modern entry does,
 recognize its default span middleware, or tell whether a legacy SSE session is open.
 The direct path (``http/direct.py``) must match the SDK in these, so they are read from the SDK
-here, once; an SDK release that moves them fails at import and in ``tests/test_sdk_internals.py``,
+here, once; an SDK release that moves them fails at import and in ``tests/mcp/test_sdk_internals.py``,
 not on the wire.
 """
 

@@ -1,4 +1,4 @@
-"""Modules whose input schemas exercise the explorer's form engine (tests/test_explorer_forms_browser.py).
+"""Modules whose input schemas exercise the explorer's form engine (tests/http/explorer/test_explorer_forms_browser.py).
 
 ``forms.order`` has an array of objects, a nested optional object, enums (one written as
 ``oneOf`` consts with titles), a date-time, an email, numbers with bounds and a pattern. Every

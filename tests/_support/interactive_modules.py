@@ -1,4 +1,4 @@
-"""Small interactive modules the explorer's MCP tests drive from the page (tests/test_explorer_mcp_browser.py).
+"""Small interactive modules the explorer's MCP tests drive from the page (tests/http/explorer/test_explorer_mcp_browser.py).
 
 Each proves what happened through its result or a marker file: ``ui.ask`` asks the user before it
 does anything (in the 2026-07-28 era it runs again from the start with the answer), ``ui.approve``

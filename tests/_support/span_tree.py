@@ -1,6 +1,6 @@
 """Traced calls through real servers, recorded by the SDK's in-memory exporter: ``python -m tests._support.span_tree``.
 
-A tracer provider is process-global and set once, so tests/test_traces.py runs this in a
+A tracer provider is process-global and set once, so tests/calls/test_traces.py runs this in a
 subprocess and reads the spans it prints (one JSON object per line, after ``SPANS``).
 
 Two of our servers run under uvicorn on free 127.0.0.1 ports in this process: ``upstream``
@@ -29,7 +29,6 @@ from typing import Any
 import httpx
 import mcp.types as types
 from apcore import Executor, ModuleAnnotations, Registry
-from mcp import Client
 from mcp.client.context import ClientRequestContext
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -41,6 +40,7 @@ from apcore_mcp import MCPApprovalHandler, report_progress
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
+from mcp import Client
 
 from tests._support.hostile import MODERN_META, modern_headers, tool_call
 from tests._support.modules import make_executor

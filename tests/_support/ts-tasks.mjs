@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The official TypeScript SDK's (experimental, 2025-11-25) tasks against our server, for
-// tests/test_tasks_ts.py:
+// tests/tasks/test_tasks_ts.py:
 //
 //   node ts-tasks.mjs URL TOOL ARGS_JSON
 //

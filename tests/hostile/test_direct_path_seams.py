@@ -1,6 +1,6 @@
 """Where the direct path meets the rest of the server: each check it must not skip, attacked on both paths.
 
-The harness of ``tests/test_direct_path*.py`` (``tests/_support/direct_pair.py``): the same registry served with ``direct_path`` on and
+The harness of ``tests/http/test_direct_path*.py`` (``tests/_support/direct_pair.py``): the same registry served with ``direct_path`` on and
 off, the same raw POST to both, one answer expected, and the direct path's counter (a toolset
 endpoint's included) saying which path answered. Each test would go red if the direct path
 skipped the check it is named for: the caller's identity, its own limits (as a trusted proxy

@@ -15,8 +15,8 @@ from apcore_mcp import Settings, create_app, from_openai_call, to_openai_tools
 
 from tests._support.hostile_modules import LONG_ID, hostile_registry
 from tests._support.modules import module_of
-from tests.test_openai import CropIn, Out, ok
-from tests.test_openai_formats import check_responses, nested
+from tests.openai.test_openai import CropIn, Out, ok
+from tests.openai.test_openai_formats import check_responses, nested
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEEP_PREFIX = "a" * 40 + "." + "b" * 40  # 81 characters: a namespace name that must be shortened

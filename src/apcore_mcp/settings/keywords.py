@@ -1,7 +1,7 @@
 """``SettingsOptions``: the setting keywords of ``serve()`` and ``BackgroundServer()``, typed.
 
 Generated from the ``Settings`` declarations by ``scripts/update_settings_options.py``; do not
-edit by hand (``tests/test_public_types.py`` fails while this differs from what it writes).
+edit by hand (``tests/project/test_public_types.py`` fails while this differs from what it writes).
 """
 
 from __future__ import annotations
