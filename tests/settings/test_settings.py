@@ -27,9 +27,8 @@ from apcore_mcp.settings import Settings, normalize_transport
         ({"prefix": ""}, "prefix must not be empty"),
         ({"host": ""}, "Host must not be empty"),
         ({"host": "   "}, "Host must not be empty"),
-        ({"port": 0}, "Port must be between 1 and 65535, got 0"),
-        ({"port": 65536}, "Port must be between 1 and 65535, got 65536"),
-        ({"port": -1}, "Port must be between 1 and 65535, got -1"),
+        ({"port": 65536}, "Port must be between 0 (any free port) and 65535, got 65536"),
+        ({"port": -1}, "Port must be between 0 (any free port) and 65535, got -1"),
         ({"log_level": "TRACE"}, "Unknown log level: 'TRACE'. Must be one of: DEBUG, INFO, WARNING, ERROR"),
     ],
 )
@@ -223,3 +222,15 @@ def test_allowed_origins_entries_accepted() -> None:
     refused = ["http://app.example.com", "https://evil.com", "null"]
     expected = {**dict.fromkeys(allowed, True), **dict.fromkeys(refused, False)}
     assert {origin: policy.origin_allowed(origin) for origin in expected} == expected
+
+
+def test_one_loopback_list_feeds_the_guard_and_the_settings() -> None:
+    from apcore_mcp._addresses import LOOPBACK_NAMES, is_loopback_address
+    from apcore_mcp.http.guard import HostPolicy
+    from apcore_mcp.settings import LOOPBACK_HOSTS
+
+    assert all(is_loopback_address(name) for name in LOOPBACK_NAMES)
+    assert HostPolicy.for_settings(Settings()).hosts == LOOPBACK_NAMES  # 127.0.0.1 is among them
+    assert HostPolicy.for_settings(Settings(host="0.0.0.0")).hosts == LOOPBACK_NAMES
+    assert {*LOOPBACK_NAMES, "::1"} == LOOPBACK_HOSTS
+    assert all(Settings(host=name.strip("[]")).is_loopback for name in LOOPBACK_NAMES)

@@ -24,13 +24,13 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apcore_mcp._addresses import LOOPBACK_NAMES, WILDCARD_HOSTS
 from apcore_mcp.http.body import refuse, send_json
 from apcore_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-_WILDCARD_BINDS = frozenset({"0.0.0.0", "::", "[::]", ""})
+_WILDCARD_BINDS = WILDCARD_HOSTS | {""}
 _SINGLE_HEADERS = {
     name.lower().encode(): name
     for name in ("Host", "Origin", "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from apcore_mcp._addresses import is_loopback_address
+from apcore_mcp._addresses import LOOPBACK_NAMES, WILDCARD_HOSTS, is_loopback_address
 from apcore_mcp.settings.option import SettingError, as_tuple, option, set_field
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
+LOOPBACK_HOSTS = frozenset({*LOOPBACK_NAMES, *(name.strip("[]") for name in LOOPBACK_NAMES)})
+"""The loopback names, IPv6 with and without brackets (from the one list in ``_addresses``)."""
+__all__ = ["LOOPBACK_HOSTS", "WILDCARD_HOSTS", "NetworkSettings", "check_network", "is_loopback_host"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +26,9 @@ class NetworkSettings:
         "address the HTTP transports bind to (an allowed Host; bound off loopback, explorer calls need a token)",
         group="network",
     )
-    port: int = option(8000, "port the HTTP transports bind to (1-65535)", group="network", kind="int")
+    port: int = option(
+        8000, "port the HTTP transports bind to (0: any free port, chosen at start)", group="network", kind="int"
+    )
     allowed_hosts: tuple[str, ...] = option(
         (),
         "extra Host values accepted: `name` (any port), `name:port`, `name:*`",
@@ -68,8 +71,8 @@ def is_loopback_host(host: str) -> bool:
 def check_network(s: NetworkSettings) -> None:
     if not isinstance(s.host, str) or not s.host.strip():
         raise SettingError("host", "Host must not be empty")
-    if isinstance(s.port, bool) or not isinstance(s.port, int) or not 1 <= s.port <= 65535:
-        raise SettingError("port", f"Port must be between 1 and 65535, got {s.port}")
+    if isinstance(s.port, bool) or not isinstance(s.port, int) or not 0 <= s.port <= 65535:
+        raise SettingError("port", f"Port must be between 0 (any free port) and 65535, got {s.port}")
     for what in ("allowed_hosts", "allowed_origins"):
         entries = as_tuple(getattr(s, what), what)
         if any(not isinstance(entry, str) or not entry.strip() for entry in entries):

@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
 
-from apcore_mcp.http.guard import LOOPBACK_NAMES, HostOriginGuard, HostPolicy
+from apcore_mcp._addresses import LOOPBACK_NAMES
+from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, SseEndpoint
 from apcore_mcp.mcp.server import ApcoreServer
 from apcore_mcp.testing.scripted.server import RequestRecord
