@@ -132,8 +132,8 @@ def test_help_lists_every_flag() -> None:
         ([], 2, "--extensions-dir"),
         (["--extensions-dir", "/does/not/exist"], 1, "Error: extensions directory does not exist: /does/not/exist"),
         (["--extensions-dir", __file__], 1, f"Error: extensions path is not a directory: {__file__}"),
-        (["--extensions-dir", ".", "--port", "0"], 1, "Error: port must be between 1 and 65535"),
-        (["--extensions-dir", ".", "--port", "70000"], 1, "Error: port must be between 1 and 65535"),
+        (["--extensions-dir", ".", "--port", "-1"], 1, "Error: port must be between 0 (any free port) and 65535"),
+        (["--extensions-dir", ".", "--port", "70000"], 1, "Error: port must be between 0 (any free port) and 65535"),
         (["--extensions-dir", ".", "--port", "abc"], 2, "invalid int value"),
         (["--extensions-dir", ".", "--name", ""], 1, "Error: server name must not be empty"),
         (["--extensions-dir", ".", "--name", "x" * 256], 1, "Error: server name must not exceed 255 characters"),
@@ -168,8 +168,8 @@ def test_serve_validates_before_starting() -> None:
         serve({})
     with pytest.raises(ValueError, match="Unknown transport: 'websocket'. Must be one of: stdio, streamable-http, sse"):
         serve(registry, transport="websocket")
-    with pytest.raises(ValueError, match="Port must be between 1 and 65535, got 0"):
-        serve(registry, transport="streamable-http", port=0)
+    with pytest.raises(ValueError, match=r"Port must be between 0 \(any free port\) and 65535, got -1"):
+        serve(registry, transport="streamable-http", port=-1)
     with pytest.raises(ValueError, match="Unknown log level"):
         serve(registry, log_level="TRACE")
 

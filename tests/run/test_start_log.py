@@ -73,3 +73,47 @@ async def test_serving_freezes_what_start_up_built(tmp_path: Path, transport: st
         server.stop()
     frozen = FROZEN.findall(log)
     assert frozen and int(frozen[-1]) > 10_000, log[-2000:]
+
+
+LISTENING = re.compile(r"Listening on http://127\.0\.0\.1:(\d+) ")
+
+
+def test_port_zero_binds_a_free_port_and_the_log_and_settings_say_which(tmp_path: Path) -> None:
+    """``--port 0``: the server binds a free port, logs it, answers there; the settings the app is
+    built with carry it too, so the URLs it gives out (OAuth resource metadata) name it."""
+    import socket
+    import sys
+    import time
+
+    import httpx
+
+    from apcore_mcp.http.resource_metadata import public_base
+    from apcore_mcp.run.serve import bound_settings
+    from apcore_mcp.testing.harness import spawn, stop_process_group
+
+    argv = [sys.executable, "-m", "apcore_mcp", "--extensions-dir", str(EXTENSIONS)]
+    argv += ["--transport", "streamable-http", "--port", "0", "--log-level", "INFO"]
+    log = tmp_path / "server.log"
+    process = spawn(argv, env={}, cwd=None, log=log)
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := LISTENING.search(log.read_text())) and time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.05)
+        assert found, log.read_text()
+        port = int(found.group(1))
+        assert port != 0
+        health = None
+        while health is None and time.monotonic() < deadline:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert health is not None and health.status_code == 200
+    finally:
+        stop_process_group(process)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        settings = bound_settings(Settings(port=0), sock)
+        assert settings.port == sock.getsockname()[1] != 0
+        assert public_base(settings) == f"http://127.0.0.1:{settings.port}"

@@ -11,7 +11,7 @@ from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
-from apcore_mcp.run.serve import build_settings, warn_if_deprecated
+from apcore_mcp.run.serve import bound_settings, build_settings, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
@@ -41,11 +41,7 @@ class BackgroundServer:
         self.hooks = ServeHooks(on_startup=on_startup, on_shutdown=on_shutdown, metrics_collector=metrics_collector)
         self._source = registry_or_executor
         self.transport = normalize_transport(transport)
-        ephemeral = options.get("port") == 0
-        if ephemeral:
-            options["port"] = 1  # validated as a real port; the socket is bound to 0 in start()
         self.settings = build_settings(options)
-        self._ephemeral = ephemeral
         self.port = self.settings.port
         self.bridge: Bridge | None = None
         self._thread: threading.Thread | None = None
@@ -76,9 +72,10 @@ class BackgroundServer:
         configure_logging(self.settings.log_level)
         sock = None
         if self.transport != "stdio":
-            sock = bind_socket(self.settings.host, 0 if self._ephemeral else self.settings.port)
+            sock = bind_socket(self.settings.host, self.settings.port)
             self.port = sock.getsockname()[1]
-        self.bridge = Bridge.build(self._source, self.settings)
+        settings = self.settings if sock is None else bound_settings(self.settings, sock)
+        self.bridge = Bridge.build(self._source, settings)
         self.hooks.observe(self.bridge.router)
         warn_if_deprecated(self.transport)
         self._started.clear()

@@ -209,8 +209,8 @@ def _check_args(values: dict[str, Any], launch: dict[str, Any]) -> Path:
     if not path.is_dir():
         raise UsageError(f"extensions path is not a directory: {path}")
     port = values.get("port", default_of("port"))
-    if not 1 <= port <= 65535:
-        raise UsageError("port must be between 1 and 65535")
+    if not 0 <= port <= 65535:
+        raise UsageError("port must be between 0 (any free port) and 65535")
     name = values.get("name", default_of("name"))
     if not name:
         raise UsageError("server name must not be empty")

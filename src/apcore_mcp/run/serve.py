@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import socket
 from functools import partial
 from typing import Any, Unpack
 
@@ -92,6 +93,7 @@ def serve(
     logger.debug("Open files limit: %d", raise_open_files_limit())
     sock = bind_socket(settings.host, settings.port)
     try:
+        settings = bound_settings(settings, sock)
         bridge = Bridge.build(registry_or_executor, settings)
         hooks.observe(bridge.router)
         warn_if_deprecated(transport)
@@ -104,6 +106,13 @@ def serve(
         sock.close()
     if server.startup_error is not None:
         raise server.startup_error
+
+
+def bound_settings(settings: Settings, sock: socket.socket) -> Settings:
+    """``settings`` with the port the socket got: ``port=0`` asks for any free one, and the logs,
+    the URLs the server gives out (OAuth resource metadata) and ``BackgroundServer.url`` say the real one."""
+    port = int(sock.getsockname()[1])
+    return settings if port == settings.port else settings.replace(port=port)
 
 
 def warn_if_deprecated(transport: str) -> None:
