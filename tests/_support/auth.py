@@ -26,13 +26,13 @@ from apcore.acl import ACL, ACLRule
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel
 
 from apcore_mcp.http.tokens import hash_api_key
-from mcp import Client, ClientSession
 
 from tests._support.modules import Echo, make_registry
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 from apcore import Executor, Registry
+from mcp import Client
 from starlette.applications import Starlette
 
 from apcore_mcp.bridge import Bridge
@@ -22,7 +23,6 @@ from apcore_mcp.bridge.service import BridgeService
 from apcore_mcp.run.serving import bind_socket
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
-from mcp import Client
 
 from tests._support.processes import stop_process, wait_ok
 from tests.upstreams.openapi_service import service_app

@@ -24,13 +24,13 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from prometheus_client.parser import text_string_to_metric_families
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import serving_http
-from mcp import Client, ClientSession
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent

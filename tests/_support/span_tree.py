@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import mcp.types as types
 from apcore import Executor, ModuleAnnotations, Registry
+from mcp import Client
 from mcp.client.context import ClientRequestContext
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -40,7 +41,6 @@ from apcore_mcp import MCPApprovalHandler, report_progress
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.hostile import MODERN_META, modern_headers, tool_call
 from tests._support.modules import make_executor

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
@@ -16,7 +17,6 @@ from apcore_mcp import create_app, to_openai_tools
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.env import settings_from_env
-from mcp import Client
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 from tests._support.sessions import running_http

@@ -17,12 +17,12 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
+from mcp import Client, ClientSession
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client, ClientSession
 
 from tests._support.modules import make_executor
 from tests._support.results import text_of

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import textwrap
 
+from mcp import Client
+
 from apcore_mcp._sdk import is_sdk_tracing
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.modules import make_executor
 from tests._support.sessions import REPO

@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from mcp import Client
 
 from apcore_mcp.testing import free_port
-from mcp import Client
 
 from tests._support.deploy import (
     DOCKERFILE,

@@ -22,11 +22,11 @@ import anyio
 import httpx
 import mcp.types as types
 import pytest
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from apcore_mcp.testing import free_port
-from mcp import Client
 
 from tests._support.deploy import (
     DEPLOY,

@@ -23,6 +23,7 @@ from typing import Any
 import mcp.types as types
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -32,7 +33,6 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.explorer.mcp import EXECUTION_OFF
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.views import MAX_VIEW_BYTES
-from mcp import Client
 
 from tests._support.apps import VIEW_PAGE, discovered, probe_registry, write_module
 from tests._support.auth import api_key_entry, bearer

@@ -23,6 +23,7 @@ import anyio
 import httpx
 import pytest
 from apcore import Identity, Registry
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -33,7 +34,6 @@ from apcore_mcp.calls.context import CallContext
 from apcore_mcp.calls.limits import OVERLOADED, CallLimits
 from apcore_mcp.calls.principal import Principal
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import api_key_entry, bearer, sse_session
 from tests._support.hostile import serving, wait_until

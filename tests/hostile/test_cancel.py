@@ -12,9 +12,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp.client.sse import sse_client
-
 from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
 
 from tests._support.hostile import (
     REPO,

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from apcore import Registry
 from apcore.decorator import module
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
-from mcp import Client
 
 from tests._support.module_files import DECORATED, GOOD, RECURSIVE, write_files
 from tests._support.modules import Echo

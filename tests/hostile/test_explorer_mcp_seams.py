@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from apcore import ModuleAnnotations, Registry
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -26,7 +27,6 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.limits import RATE_LIMITED
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import (

@@ -21,6 +21,7 @@ import httpx
 import pytest
 import pytest_asyncio
 from apcore import ModuleAnnotations, Registry
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -28,7 +29,6 @@ from mcp.types import ResourceTemplateReference
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import api_key_entry, bearer, sse_session
 from tests._support.hostile import modern_headers, tool_call

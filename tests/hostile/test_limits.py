@@ -5,10 +5,10 @@ from __future__ import annotations
 import anyio
 import httpx
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls.limits import OVERLOADED, RATE_LIMITED, CallLimits, MemoryBuckets
-from mcp import Client
 
 from tests._support.hostile import metric, metrics_text, serving, wait_until
 from tests._support.hostile_modules import hostile_registry, sleeper

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from apcore import Registry
+from mcp import Client
 from pydantic import BaseModel
 
 from apcore_mcp import denormalize_tool_name, from_openai_call, normalize_tool_name, openai_names, to_openai_tools
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.tools.catalog import ToolCatalog
-from mcp import Client
 
 from tests._support.hostile_modules import LONG_ID, TOO_LONG_ID, hostile_registry
 from tests._support.results import text_of

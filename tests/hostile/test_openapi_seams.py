@@ -13,10 +13,9 @@ import mcp.types as types
 import pytest
 from apcore import Executor, Registry
 from apcore.acl import ACL, ACLRule
+from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-
-from mcp import Client
 
 from tests._support.openapi import SECRET, client, service_in_loop, shop_bridge, shop_entry, trickling_document
 from tests._support.results import text_of

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from apcore import Registry
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 from pydantic import BaseModel, ConfigDict
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
-from mcp import Client, ClientSession
 
 from tests._support.hostile import ACCEPT, MODERN, modern_headers, serving, tool_call
 from tests._support.log_capture import every_record

@@ -10,11 +10,11 @@ serving one registry twice in turn) then failed every sync module and missed new
 from __future__ import annotations
 
 import pytest
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import free_port
-from mcp import Client
 
 from tests._support.modules import Echo, make_registry
 from tests._support.results import text_of

@@ -19,6 +19,7 @@ import anyio
 import httpx
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCResponse
 from pydantic import BaseModel
@@ -29,7 +30,6 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.http.events import ResumeStore
 from apcore_mcp.run.serving import serving_http
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import api_key_entry
 from tests._support.hostile import (

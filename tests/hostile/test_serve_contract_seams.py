@@ -18,12 +18,12 @@ from typing import Any
 import anyio
 import pytest
 from apcore import MetricsCollector, Registry
+from mcp import Client, types
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp import BackgroundServer
 from apcore_mcp.calls.limits import RATE_LIMITED
-from mcp import Client, types
 
 from tests._support.hostile import metric, metrics_text, wait_until
 from tests._support.hostile_modules import hostile_registry, sleeper

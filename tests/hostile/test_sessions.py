@@ -10,10 +10,9 @@ from collections.abc import Awaitable, Callable
 import httpx
 import httpx2
 import pytest
+from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-
-from mcp import ClientSession
 
 from tests._support.hostile import ACCEPT, HANDSHAKE, INIT, metric, metrics_text, open_session, serving, wait_until
 from tests._support.results import text_of

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp.client.sse import sse_client
-
 from mcp import Client, ClientSession
+from mcp.client.sse import sse_client
 
 from tests._support.hostile import error_lines, metric, metrics_text, server_process, wait_until
 from tests._support.results import text_of

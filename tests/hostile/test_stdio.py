@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.client.stdio import StdioServerParameters
-
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from tests._support.hostile import INIT, REPO
 from tests._support.results import text_of

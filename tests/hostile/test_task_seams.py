@@ -21,13 +21,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.tasks.store import MemoryTaskStore
-from mcp import Client
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.sessions import running_http

@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 from apcore import Executor, ModuleAnnotations, Registry
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.spans import MAX_ARGUMENTS_CHARS, recorded_arguments
 from apcore_mcp.settings import Settings
-from mcp import ClientSession, StdioServerParameters
 
 from tests._support.hostile import MODERN_META, modern_headers
 from tests._support.sessions import REPO, running_http

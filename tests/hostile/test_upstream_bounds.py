@@ -23,11 +23,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp import Client
 
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
-from mcp import Client
 
 from tests._support.hostile import serving
 from tests._support.processes import stop_process, wait_ok

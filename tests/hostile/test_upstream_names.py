@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from apcore import Executor, Registry
 from apcore.acl import ACL, ACLRule
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.bridge.metatools import INVOKE_TOOL, SEARCH_TOOLS
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
 from apcore_mcp.upstream.names import module_ids
-from mcp import Client
 
 from tests._support.named_upstream import named_children, named_entry
 from tests._support.results import text_of

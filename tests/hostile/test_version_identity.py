@@ -14,9 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests._support.versions import expected_line, package_dir
 

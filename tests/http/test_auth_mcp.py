@@ -16,11 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import ISSUER, JWKS_URL, Issuer, bearer, mcp_client, role_executor, sse_session
 from tests._support.hostile import ACCEPT, INIT, session_headers

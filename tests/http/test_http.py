@@ -6,10 +6,10 @@ import json
 
 import httpx
 import pytest
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.modules import EXPECTED_TOOLS, make_executor
 from tests._support.results import text_of

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp_types.jsonrpc import HEADER_MISMATCH
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.modules import Routed

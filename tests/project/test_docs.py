@@ -31,12 +31,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
 from scripts.update_docs import TABLES, stale_pages
 
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.declared import options
 from apcore_mcp.testing import RunningServer, command_server, start_server
-from mcp import Client
 
 from tests._support.doc_blocks import (
     BIN,

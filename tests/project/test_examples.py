@@ -9,10 +9,10 @@ from pathlib import Path
 import mcp.types as types
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.client import ClientRequestContext
 
 from apcore_mcp.bridge import Bridge
-from mcp import Client
 
 from tests._support.results import text_of
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from apcore_mcp._version import __version__
 from apcore_mcp.testing import command_server, start_server, stop_process_group
-from mcp import ClientSession
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_PAGE = REPO / "docs" / "install.md"

@@ -21,10 +21,9 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
+from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
-
-from mcp import Client
 
 from tests._support.replicas import (
     AFFINITY,

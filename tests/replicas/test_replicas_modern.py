@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-
 from mcp import Client
 
 from tests._support.replicas import (

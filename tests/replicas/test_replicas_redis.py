@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.calls.limits import RATE_LIMITED
-from mcp import Client
 
 from tests._support.replicas import (
     CALL_SECONDS,

@@ -19,9 +19,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp.client.subscriptions import SubscriptionLost
-
 from mcp import Client
+from mcp.client.subscriptions import SubscriptionLost
 
 from tests._support.replicas import (
     ROUND_ROBIN,

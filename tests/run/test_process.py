@@ -19,11 +19,11 @@ from typing import IO, Any
 import httpx
 import pytest
 from apcore import Registry
+from mcp import Client, ClientSession
 from mcp.client.sse import sse_client
 
 from apcore_mcp import BackgroundServer, serve
 from apcore_mcp.testing import free_port
-from mcp import Client, ClientSession
 
 from tests._support.modules import EXPECTED_TOOLS, make_executor
 from tests._support.processes import wait_ok

@@ -22,11 +22,11 @@ import httpx
 import pytest
 from apcore import Executor, MetricsCollector, Registry
 from apcore.middleware import Middleware
+from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.sse import sse_client
 
 from apcore_mcp import BackgroundServer, StartupHookError, serve
 from apcore_mcp.testing import free_port
-from mcp import Client, ClientSession, StdioServerParameters, types
 
 from tests._support.processes import stop_process, wait_ok
 from tests._support.results import text_of

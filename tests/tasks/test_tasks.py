@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.tasks.records import TASKS_EXTENSION
-from mcp import Client
 
 from tests._support.sessions import running_http
 from tests._support.tasks import HANDSHAKE, Seen, TasksClient, Wire, task_executor, task_request

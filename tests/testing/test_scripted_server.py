@@ -12,12 +12,12 @@ from typing import Any, Literal, cast
 
 import mcp.types as types
 import pytest
+from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.testing import TEST_CASE_META, RunningServer, encode_responses, scripted_server
 from apcore_mcp.testing.plugin import McpServerFactory
-from mcp import Client
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "weather.yaml"
 VARIANTS = [

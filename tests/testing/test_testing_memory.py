@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
+from mcp import Client
 
 from apcore_mcp.testing import ServerNotReady, apcore_server, command_server, scripted_server, start_server
 from apcore_mcp.testing.plugin import McpServerFactory
 from apcore_mcp.testing.shared_servers import ServerPool
-from mcp import Client
 
 from tests._support.replicas import structured
 from tests._support.span_tree import approve

@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 import mcp.types as types
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.tools.views import APP_MIME_TYPE, EXTENSION_ID
-from mcp import Client
 
 from tests._support.apps import VIEW_PAGE, discovered, write_module
 from tests._support.sessions import running_http

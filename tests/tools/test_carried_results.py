@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 from apcore import Registry
+from mcp import Client
 from pydantic import BaseModel, ConfigDict
 
 from apcore_mcp.bridge import Bridge
@@ -19,7 +20,6 @@ from apcore_mcp.calls.router import SERIALIZATION_ERROR
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.content import MCP_RESULT_KEY
-from mcp import Client
 
 from tests._support.results import text_of
 

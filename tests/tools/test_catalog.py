@@ -8,11 +8,11 @@ import threading
 import mcp.types as types
 import pytest
 from apcore import Registry
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.catalog import ToolCatalog
-from mcp import Client
 
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor, make_registry
 

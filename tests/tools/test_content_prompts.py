@@ -8,13 +8,13 @@ from pathlib import Path
 import mcp.types as types
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.prompts import PromptFileError, load_prompts
-from mcp import Client
 
 from tests._support.results import block_text
 from tests._support.sessions import OpenClient

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from apcore import Registry
 from apcore.decorator import module
+from mcp import Client
 from pydantic import RootModel
 
 from apcore_mcp import serve
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
-from mcp import Client
 
 from tests._support.module_files import DECORATED, GOOD, RECURSIVE, module_file, write_files
 from tests._support.modules import Echo, EchoIn, EchoOut

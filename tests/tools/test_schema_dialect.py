@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from apcore import Registry
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge
-from mcp import Client
 
 from tests._support.results import text_of
 

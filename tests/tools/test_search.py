@@ -11,6 +11,7 @@ from apcore import Executor, ModuleAnnotations, Registry
 from apcore.acl import ACL, ACLRule
 from apcore.approval import AlwaysDenyHandler
 from bench.catalogs import generated, register_generated
+from mcp import Client
 from pydantic import BaseModel
 
 from apcore_mcp.bridge import Bridge
@@ -18,7 +19,6 @@ from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, MAX_DESCRIBE
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.catalog import ToolCatalog
 from apcore_mcp.tools.search import ToolSearch, tokenize
-from mcp import Client
 
 from tests._support.modules import Echo
 from tests._support.results import text_of

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import anyio
+from mcp import Client
 
 from apcore_mcp.testing import free_port
 from apcore_mcp.upstream.openapi.operations import hints
-from mcp import Client
 
 from tests._support.openapi import SECRET, client, service_in_loop, service_process, shop_bridge
 from tests._support.processes import stop_process, wait_ok

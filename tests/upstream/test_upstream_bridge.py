@@ -15,12 +15,12 @@ import mcp.types as types
 import pytest
 from apcore import Executor, Registry
 from apcore.acl import ACL, ACLRule
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.results import text_of
 from tests._support.sessions import Inbox, running_http

@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from apcore_mcp.upstream.config.parse import UpstreamConfigError, parse_config
 from apcore_mcp.upstream.specs import ACCESS_TOKEN_TYPE
-from mcp import Client
 
 from tests._support.auth import mcp_client
 from tests._support.exchange import LISTER_TOKEN, SERVER, scene

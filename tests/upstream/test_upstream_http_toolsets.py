@@ -13,6 +13,7 @@ import httpx
 import pytest
 import uvicorn
 from apcore import Executor, Registry
+from mcp import Client
 from starlette.applications import Starlette
 
 from apcore_mcp.http.toolsets import ToolsetEndpoints
@@ -21,7 +22,6 @@ from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config.parse import parse_config
 from apcore_mcp.upstream.mount import mount_upstreams, reload_upstreams, served_toolsets, watch_config
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
-from mcp import Client
 
 from tests._support.sessions import Inbox
 from tests._support.upstreams import gone, pid_of, stdio_entry, upstream_children

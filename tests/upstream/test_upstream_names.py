@@ -17,13 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp import Client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.testing import apcore_server, start_server
 from apcore_mcp.upstream.module import upstream_origin
 from apcore_mcp.upstream.names import module_ids, server_segments
-from mcp import Client
 
 from tests._support.named_upstream import named_children, named_entry
 from tests._support.results import text_of

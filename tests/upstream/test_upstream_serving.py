@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 
 from apcore_mcp.testing import RunningServer, apcore_server, start_server
-from mcp import Client
 
 from tests._support.node import run_ts_client
 from tests._support.results import text_of

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from apcore import Registry
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
 from pydantic import BaseModel
@@ -22,7 +23,6 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.context import call_context
 from apcore_mcp.http.app import create_app
 from apcore_mcp.settings import Settings
-from mcp import Client
 
 from tests._support.modules import Echo
 from tests._support.sessions import running_http
