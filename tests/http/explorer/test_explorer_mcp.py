@@ -124,3 +124,21 @@ async def test_mounted_inside_another_app_the_page_is_told_the_mounted_paths() -
     assert (config["mcpPath"], config["readyPath"]) == ("/tools/explorer/mcp", "/tools/ready")
     assert redirect.status_code == 308
     assert redirect.headers["location"] == "/tools/explorer/"
+
+
+async def test_the_old_call_route_is_a_deprecated_alias(caplog: pytest.LogCaptureFixture) -> None:
+    """``POST /explorer/tools/{name}/call`` still runs a call under the same rules, says it is
+    deprecated and names ``/explorer/mcp`` as its successor, and is logged once per server."""
+    async with running_http(bridge(allow_execute=True)) as url:
+        async with httpx.AsyncClient(base_url=url, headers={"Origin": url}) as http:
+            with caplog.at_level("WARNING", logger="apcore_mcp.http.explorer.page"):
+                answers = [await http.post("/explorer/tools/demo.echo/call", json={"text": "hi"}) for _ in range(2)]
+                refused = await http.post("/explorer/tools/demo.echo/call", content=b"{}")  # no JSON type
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"result": {"echo": "hi"}}
+        assert answer.headers["Deprecation"] == "@1795824000"
+        assert answer.headers["Link"] == '</explorer/mcp>; rel="successor-version"'
+    assert refused.status_code == 415 and refused.headers["Deprecation"] == "@1795824000"
+    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert warnings == ["POST /explorer/tools/{name}/call is deprecated and will be removed: call /explorer/mcp"]

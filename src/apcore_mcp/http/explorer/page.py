@@ -57,6 +57,10 @@ from apcore_mcp.upstream.module import upstream_origin
 
 logger = logging.getLogger(__name__)
 
+CALL_ROUTE_DEPRECATED = "@1795824000"
+"""When ``POST {prefix}/tools/{name}/call`` was deprecated (2026-11-28), as RFC 9745's
+``Deprecation`` header writes a date: the page calls over ``{prefix}/mcp``, the one door for calls."""
+
 PAGE_NAME = "explorer.html"
 MAX_ARGUMENT_DEPTH = 64
 """Deepest nesting of lists and objects accepted in explorer call arguments."""
@@ -263,13 +267,28 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             return _error(400, arguments)
         return await _run(bridge, request, name, arguments, call)
 
+    warned = False
+
+    async def deprecated_call(request: Request) -> Response:
+        """The old JSON call route: served under the same rules, saying it is deprecated and what
+        replaces it (``Deprecation`` and ``Link`` headers), with a WARNING the first time."""
+        nonlocal warned
+        if not warned:
+            warned = True
+            logger.warning("POST %s/tools/{name}/call is deprecated and will be removed: call %s/mcp", prefix, prefix)
+        response = await call_tool(request)
+        response.headers["Deprecation"] = CALL_ROUTE_DEPRECATED
+        successor = f"{request.scope.get('root_path', '')}{prefix}/mcp"
+        response.headers["Link"] = f'<{successor}>; rel="successor-version"'
+        return response
+
     return [
         Route(prefix, redirect, methods=["GET"]),
         Route(f"{prefix}/", page, methods=["GET"]),
         Route(f"{prefix}/config", config, methods=["GET"]),
         Route(f"{prefix}/tools", list_tools, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
-        Route(f"{prefix}/tools/{{name}}/call", call_tool, methods=["POST"]),
+        Route(f"{prefix}/tools/{{name}}/call", deprecated_call, methods=["POST"]),
         *view_frame_routes(prefix),
     ]
 
