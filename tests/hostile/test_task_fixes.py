@@ -43,8 +43,7 @@ async def test_many_result_waiters_sleep_until_the_end_and_all_get_the_result(
     monkeypatch.setattr(mcp_tasks, "RESULT_LOOK_SECONDS", 3600.0)  # only the task's end wakes them
     gate = asyncio.Event()
     bridge = Bridge.build(gate_executor(gate), Settings())
-    runner = bridge.parts.tasks
-    assert runner is not None
+    runner = bridge.tasks
     async with running_http(bridge) as url:
         wire = Wire(url, era=HANDSHAKE)
         await wire.open()

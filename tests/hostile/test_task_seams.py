@@ -137,7 +137,7 @@ async def test_the_memory_store_is_bounded_in_bytes_and_count() -> None:
     seen = Seen()
     async with served(seen, task_max_bytes=8192, task_max_count=3) as (bridge, url):
         wire = Wire(url)
-        store = bridge.parts.tasks.store if bridge.parts.tasks is not None else None
+        store = bridge.tasks.store
         assert isinstance(store, MemoryTaskStore)
         big = (await wire.call("jobs.big", {"size": 20_000}))["result"]
         failed = (await wire.until_done(big["taskId"]))["result"]

@@ -194,8 +194,7 @@ async def test_result_waiters_on_another_replica_wake_when_the_task_ends(
             await on_a.open()
             await on_b.open()
             task_id = (await on_a.call("jobs.gate", {}, task={}))["result"]["task"]["taskId"]
-            runner = b.parts.tasks
-            assert runner is not None
+            runner = b.tasks
             counting = CountingStore(runner.store)
             with runner.using(counting):
                 waiting = [asyncio.create_task(on_b.rpc("tasks/result", {"taskId": task_id})) for _ in range(WAITERS)]

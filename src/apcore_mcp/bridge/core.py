@@ -16,13 +16,15 @@ from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.calls.authorization import Authorization, executor_acl
 from apcore_mcp.calls.limits import CallLimits
 from apcore_mcp.calls.principal import parse_scope_rules, stdio_identity
-from apcore_mcp.calls.router import CallRouter
+from apcore_mcp.calls.router import CallRouter, Observer
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
 from apcore_mcp.pipeline import build_executor
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import mounts_upstreams
+from apcore_mcp.tasks.runner import TaskRunner
+from apcore_mcp.tasks.store import MemoryTaskStore
 from apcore_mcp.tools.catalog import ToolCatalog
 from apcore_mcp.tools.problems import ModuleProblemsError
 from apcore_mcp.tools.prompts import Prompt, load_prompts
@@ -93,8 +95,19 @@ def authorization_for(executor: Executor, settings: Settings, limits: CallLimits
     )
 
 
+def task_runner(router: CallRouter, settings: Settings) -> TaskRunner:
+    """Tasks kept in memory (the service hands them Redis while the replicas are linked)."""
+    store = MemoryTaskStore(max_count=settings.task_max_count, max_bytes=settings.task_max_bytes)
+    per_caller = max(1, settings.task_max_count // 2)  # no caller fills the store with running tasks
+    return TaskRunner(router, store, ttl=settings.task_ttl, lease=settings.task_lease, max_per_caller=per_caller)
+
+
 def search_front(
-    registry: Registry, catalog: ToolCatalog, router: CallRouter, settings: Settings
+    registry: Registry,
+    catalog: ToolCatalog,
+    router: CallRouter,
+    settings: Settings,
+    observers: list[Observer] | None = None,
 ) -> tuple[ToolSearch, ToolCatalog, CallRouter]:
     """Search mode: the index over ``catalog``, and the catalog and router of the three meta-tools.
 
@@ -117,6 +130,7 @@ def search_front(
         dispatchers=(INVOKE_TOOL,),
         validate_inputs=settings.validate_inputs,
         trace_arguments=settings.trace_arguments,
+        observers=observers,
     )
     return search, served, front
 
@@ -141,6 +155,8 @@ class Bridge:
     notifier: ListChangedNotifier
     parts: ServerParts
     access: ToolAccess
+    tasks: TaskRunner
+    """Runs the calls started as tasks, while the bridge's service serves it (``TaskRunner.served``)."""
     prompts: dict[str, Prompt] = field(default_factory=dict)
     owns_executor: bool = False
     """The bridge built the Executor (from a bare Registry), so its services lease its sync pool."""
@@ -167,6 +183,7 @@ class Bridge:
         *,
         include: Callable[[str], bool] | None = None,
         limits: CallLimits | None = None,
+        observed_with: Bridge | None = None,
     ) -> Bridge:
         """Convert every module once (following the registry is the service's, see ``BridgeService``).
 
@@ -175,6 +192,8 @@ class Bridge:
         limit and concurrency cap (the per-toolset endpoints share the main one's). Every route
         to a module of this server runs it through ``router`` (in search mode, ``invoke_tool``
         through the router over the full catalog), whose ``authorization`` checks it first.
+        ``observed_with``: another bridge whose observers (metrics, ``serve()``'s collector) are told
+        of this one's calls and refusals too (a toolset's calls are its server's).
 
         Raises:
             TypeError: not a Registry or an Executor.
@@ -198,6 +217,9 @@ class Bridge:
             raise ModuleProblemsError(catalog.problems())
         limits = limits if limits is not None else call_limits(settings)
         authorization = authorization_for(executor, settings, limits)
+        # Shared lists, handed over at construction: nothing is re-pointed after the build.
+        observers = observed_with.router.observers if observed_with is not None else None
+        searching = settings.tool_mode == "search"
         router = CallRouter(
             executor,
             catalog,
@@ -205,14 +227,26 @@ class Bridge:
             authorization=authorization,
             validate_inputs=settings.validate_inputs,
             trace_arguments=settings.trace_arguments,
+            observers=None if searching else observers,  # in search mode the front router is observed
         )
         search: ToolSearch | None = None
         served = catalog
-        if settings.tool_mode == "search":
-            search, served, router = search_front(registry, catalog, router, settings)
+        if searching:
+            search, served, router = search_front(registry, catalog, router, settings, observers)
         notifier = ListChangedNotifier()
         access = ToolAccess(authorization, default_identity=stdio_identity(settings))
-        parts = build_server(served, router, notifier, settings, prompts=prompts, access=access)
+        tasks = task_runner(router, settings)
+        refusal_observers = observed_with.parts.admission.observers if observed_with is not None else None
+        parts = build_server(
+            served,
+            router,
+            notifier,
+            settings,
+            prompts=prompts,
+            access=access,
+            tasks=tasks,
+            refusal_observers=refusal_observers,
+        )
         notifier.subscriptions = parts.subscriptions
         bridge = cls(
             registry=registry,
@@ -224,6 +258,7 @@ class Bridge:
             notifier=notifier,
             parts=parts,
             access=access,
+            tasks=tasks,
             prompts=prompts,
             owns_executor=not isinstance(registry_or_executor, Executor),
             search=search,

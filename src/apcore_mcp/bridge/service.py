@@ -85,8 +85,8 @@ class BridgeService:
             self.upstreams = await stack.enter_async_context(
                 serving_upstreams(bridge, endpoints=self._toolsets, handle_sighup=self._handle_sighup)
             )
-            if bridge.parts.tasks is not None:  # last in, first out: tasks settle while Redis is linked
-                await stack.enter_async_context(bridge.parts.tasks.served())
+            # last in, first out: tasks settle while Redis is linked
+            await stack.enter_async_context(bridge.tasks.served())
             self._started_at = time.monotonic()
             self._stack = stack.pop_all()
         return self
@@ -120,8 +120,7 @@ class BridgeService:
         stack.push_async_callback(shared.aclose)
         # This process's buckets count while Redis is away.
         stack.callback(self.bridge.limits.share(shared.buckets(self.bridge.limits.buckets)))
-        if bridge.parts.tasks is not None:
-            stack.enter_context(bridge.parts.tasks.using(shared.tasks(bridge.settings.task_max_bytes)))
+        stack.enter_context(bridge.tasks.using(shared.tasks(bridge.settings.task_max_bytes)))
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)
         tasks.start_soon(shared.run)

@@ -133,6 +133,7 @@ class CallRouter:
         dispatchers: Collection[str] = (),
         validate_inputs: bool = False,
         trace_arguments: bool = False,
+        observers: list[Observer] | None = None,
     ) -> None:
         self.executor = executor
         self.catalog = catalog
@@ -143,7 +144,8 @@ class CallRouter:
         self.trace_arguments = trace_arguments
         self._in_flight = 0
         self._scopes: set[anyio.CancelScope] = set()
-        self.observers: list[Observer] = []
+        self.observers: list[Observer] = observers if observers is not None else []
+        """Told of every call's outcome; a list another router may share (a toolset's calls are the server's)."""
 
     @property
     def in_flight(self) -> int:

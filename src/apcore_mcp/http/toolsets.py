@@ -177,10 +177,10 @@ class ToolsetEndpoints:
             raise RuntimeError("ToolsetEndpoints.update() outside run()")
         selection = ToolsetSelection(self._executor.registry, toolset)
         settings = endpoint_settings(self._settings, self._mode(toolset))
-        bridge = Bridge.build(self._executor, settings, include=selection, limits=self._limits)
-        if self._observed_with is not None:  # a toolset's calls are the server's (/metrics, serve()'s collector)
-            bridge.router.observers = self._observed_with.router.observers
-            bridge.parts.admission.observers = self._observed_with.parts.admission.observers
+        # A toolset's calls are the server's (/metrics, serve()'s collector): the same observers.
+        bridge = Bridge.build(
+            self._executor, settings, include=selection, limits=self._limits, observed_with=self._observed_with
+        )
         # The same limits and fixes as /mcp (see http/app.py); no event store, so nothing to resume.
         manager = SessionManager(
             bridge.server,

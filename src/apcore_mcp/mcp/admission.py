@@ -20,8 +20,8 @@ from apcore_mcp.calls.limits import Refusal
 class Refusals:
     """Turns the refusals the MCP handlers meet into errors, telling ``observers`` each reason."""
 
-    def __init__(self) -> None:
-        self.observers: list[Callable[[str], None]] = []
+    def __init__(self, observers: list[Callable[[str], None]] | None = None) -> None:
+        self.observers: list[Callable[[str], None]] = observers if observers is not None else []
         """Called with the reason of each refusal (the metrics count them)."""
 
     def error(self, refusal: Refusal) -> MCPError:

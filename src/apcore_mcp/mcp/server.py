@@ -40,7 +40,6 @@ from apcore_mcp.mcp.tracing import TracedWhenConfigured
 from apcore_mcp.settings import Settings
 from apcore_mcp.tasks.records import TASKS_EXTENSION
 from apcore_mcp.tasks.runner import TaskRunner
-from apcore_mcp.tasks.store import MemoryTaskStore
 from apcore_mcp.tools.catalog import ToolCatalog
 from apcore_mcp.tools.prompts import Prompt
 from apcore_mcp.tools.views import EXTENSION_ID as APPS_EXTENSION_ID
@@ -105,8 +104,6 @@ class ServerParts:
     """The limits' refusals the handlers answered (the metrics observe them)."""
     listen: ListenHandler | None = None
     """Serves 2026-07-28 ``subscriptions/listen`` streams (live catalogs only); ``close()`` ends them."""
-    tasks: TaskRunner | None = None
-    """Runs the calls started as tasks, while the bridge's service serves it (``TaskRunner.served``)."""
 
     def end_listen_streams(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (its final result sent)."""
@@ -154,12 +151,16 @@ def build_server(
     *,
     prompts: Mapping[str, Prompt] | None = None,
     access: ToolAccess | None = None,
+    tasks: TaskRunner,
+    refusal_observers: list[Callable[[str], None]] | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
     With ``settings.dynamic``, list changes reach clients: handshake-era connections through
     ``notifier`` and 2026-07-28 clients through ``subscriptions/listen``. ``access`` says who
     calls (the request's principal, or its default identity without HTTP) and what they may see.
+    ``tasks`` runs the calls started as tasks (the bridge's); ``refusal_observers`` are told each
+    refusal (another server's list, to share its metrics).
     """
     live = settings.dynamic
     access = access or ToolAccess()
@@ -170,7 +171,7 @@ def build_server(
         return request_identity(ctx.request, access.default_identity)
 
     edge = Edge(identify=identify, log_levels=log_levels, input_timeout=settings.input_timeout)
-    refusals = Refusals()
+    refusals = Refusals(refusal_observers)
     tools = ToolHandlers(catalog, router, edge, refusals)
     resources = ResourceHandlers(catalog, router, edge, subscriptions, refusals)
     prompt_handlers = PromptHandlers(prompts or {}, edge, resources)
@@ -214,14 +215,6 @@ def build_server(
     server.middleware.append(notifier)
     server.middleware.append(request_state_boundary(settings))
     server.middleware.append(ToolListCache(catalog))
-    tasks = task_runner(router, settings)
     server.extensions[TASKS_EXTENSION] = {}
     TaskEndpoints(catalog, tasks, edge).install(server)
-    return ServerParts(server, subscriptions, log_levels, refusals, listen, tasks)
-
-
-def task_runner(router: CallRouter, settings: Settings) -> TaskRunner:
-    """Tasks kept in memory (the service hands them Redis while the replicas are linked)."""
-    store = MemoryTaskStore(max_count=settings.task_max_count, max_bytes=settings.task_max_bytes)
-    per_caller = max(1, settings.task_max_count // 2)  # no caller fills the store with running tasks
-    return TaskRunner(router, store, ttl=settings.task_ttl, lease=settings.task_lease, max_per_caller=per_caller)
+    return ServerParts(server, subscriptions, log_levels, refusals, listen)
