@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import pytest_asyncio
 from mcp import Client
 
 from apcore_mcp.bridge import Bridge, BridgeService
@@ -69,11 +70,26 @@ def connect(request: pytest.FixtureRequest) -> OpenClient:
     return open_client
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    """Headless Chromium for the explorer's browser tests."""
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def session_browser() -> AsyncIterator[Browser]:
+    """One headless Chromium per test process (per xdist worker), in the session's event loop."""
     async with launched_browser() as launched:
         yield launched
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def browser(session_browser: Browser) -> AsyncIterator[Browser]:
+    """The session's Chromium for one test, which opens its own context (``new_context``,
+    ``new_page``): every context it opened is closed after it. Tests using it run in the session's
+    event loop (``pytest.mark.asyncio(loop_scope="session")``), where that Chromium lives."""
+    if not session_browser.is_connected():
+        pytest.fail("the session's Chromium has gone (crashed or killed): see the earlier failures")
+    before = set(session_browser.contexts)
+    try:
+        yield session_browser
+    finally:
+        for context in [c for c in session_browser.contexts if c not in before]:
+            await context.close()
 
 
 @pytest.fixture

@@ -186,6 +186,7 @@ async def opened_probe(page: Page, url: str, token: str | None = None) -> Frame:
 
 
 @pytest.mark.browser
+@pytest.mark.asyncio(loop_scope="session")  # the session's Chromium
 async def test_the_view_frame_reaches_nothing_of_the_explorer(browser: Browser, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     async with explorer(
@@ -218,6 +219,7 @@ async def test_the_view_frame_reaches_nothing_of_the_explorer(browser: Browser, 
 
 
 @pytest.mark.browser
+@pytest.mark.asyncio(loop_scope="session")  # the session's Chromium
 async def test_the_view_cannot_call_tools_while_execution_is_off(browser: Browser, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     async with explorer(browser, probe_registry(tmp_path / "extensions"), allow_execute=False) as ex:
@@ -229,6 +231,7 @@ async def test_the_view_cannot_call_tools_while_execution_is_off(browser: Browse
 
 
 @pytest.mark.browser
+@pytest.mark.asyncio(loop_scope="session")  # the session's Chromium
 async def test_the_view_cannot_run_a_destructive_tool_without_the_persons_confirmation(
     browser: Browser, tmp_path: Path
 ) -> None:

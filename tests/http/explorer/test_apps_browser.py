@@ -17,7 +17,7 @@ from apcore_mcp.http.explorer.views import FRAME_POLICY
 from tests._support.browser import ARTIFACTS, ERAS, choose_era, explorer
 from tests.project.test_examples import example_registry
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 async def open_tool(page: Page, url: str, era: str, name: str) -> None:

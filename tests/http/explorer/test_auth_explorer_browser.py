@@ -12,7 +12,7 @@ from playwright.async_api import Browser, expect
 from tests._support.auth import ALICE_KEY, BOB_KEY, api_key_entry, role_executor
 from tests._support.browser import explorer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 async def test_the_page_asks_for_the_token_and_calls_as_the_caller(browser: Browser) -> None:

@@ -15,7 +15,7 @@ from playwright.async_api import Browser, Page, expect
 
 from tests._support.browser import ARTIFACTS, explorer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 # Runs in the page: each text node's element, its color and the background it is drawn on.
 CONTRAST = """

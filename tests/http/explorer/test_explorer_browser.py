@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from tests._support.browser import ARTIFACTS, explorer
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 PAYLOAD = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 

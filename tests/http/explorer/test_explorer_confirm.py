@@ -21,7 +21,7 @@ from tests._support.browser import ARTIFACTS, explorer, protocol_log
 from tests._support.modules import make_executor, make_registry
 from tests._support.sessions import running_http
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 async def test_a_destructive_tool_asks_for_confirmation(browser: Browser, tmp_path: Path) -> None:

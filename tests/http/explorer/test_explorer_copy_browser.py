@@ -27,7 +27,7 @@ from tests._support.explorer_forms import (
 from tests._support.form_modules import form_registry
 from tests._support.modules import make_executor
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 async def shell(*command: str) -> tuple[int, str, str]:

@@ -23,7 +23,7 @@ from tests._support.form_modules import RECEIVED, form_registry
 from tests._support.interactive import INTERACTIVE_MODULES
 from tests._support.modules import make_executor
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 SECRETS = ["pw-creds-1", "key-item-2", "pw-backup-3", "pw-basic-4", "pin-extra-5"]
 VAULT_ARGS: dict[str, Any] = {

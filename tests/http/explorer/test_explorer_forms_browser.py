@@ -30,7 +30,7 @@ from tests._support.explorer_forms import (
 from tests._support.form_modules import RECEIVED, form_registry
 from tests._support.modules import make_executor
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 async def test_a_form_fills_into_the_exact_arguments(browser: Browser) -> None:

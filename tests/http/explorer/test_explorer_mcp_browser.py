@@ -25,7 +25,7 @@ from tests._support.browser import ARTIFACTS, ERAS, choose_era, explorer, protoc
 from tests._support.interactive_modules import interactive_registry
 from tests._support.modules import Routed, make_executor
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 MCP_META = "io.modelcontextprotocol/"
 MODERN = "2026-07-28"
 

@@ -16,7 +16,7 @@ from playwright.async_api import Browser, Page, expect
 
 from tests._support.browser import ARTIFACTS, explorer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "conformance"
 ERAS = ["2026-07-28", "2025-11-25"]

@@ -23,7 +23,7 @@ from tests._support.upstreams import mounted, stdio_entry
 
 EXTENSIONS = Path(__file__).resolve().parents[3] / "examples" / "extensions"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
 
 @pytest.fixture(autouse=True)
