@@ -37,19 +37,29 @@ def test_the_task_runner_is_the_bridges_and_calls_through_its_router() -> None:
     assert not hasattr(bridge.parts, "tasks")
 
 
+def test_the_notifier_tells_the_subscriptions_the_handlers_record() -> None:
+    bridge = Bridge.build(make_executor(), Settings())
+    assert bridge.notifier.subscriptions is bridge.parts.subscriptions
+
+
+PARTS = {"router", "parts", "catalog", "tasks", "notifier"}
+
+
+def _part_of(target: ast.expr) -> bool:
+    """``x.router.observers``, ``bridge.parts.y`` or ``notifier.subscriptions``: a part's field."""
+    if not isinstance(target, ast.Attribute):
+        return False
+    owner = target.value
+    return (isinstance(owner, ast.Attribute) and owner.attr in PARTS) or (
+        isinstance(owner, ast.Name) and owner.id in PARTS
+    )
+
+
 def test_no_module_assigns_a_part_of_a_built_bridge() -> None:
-    """``x.router.observers = ...`` or ``bridge.parts.y = ...`` anywhere in the package: a re-pointing."""
+    """Assigning a part's field anywhere in the package, in ``build`` or after it: a re-pointing."""
     found: list[str] = []
     for path in SOURCE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Assign):
-                continue
-            targets = node.targets
-            found += [
-                f"{path.relative_to(SOURCE)}:{node.lineno}"
-                for target in targets
-                if isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Attribute)
-                and target.value.attr in {"router", "parts", "catalog", "tasks", "notifier"}
-            ]
+            if isinstance(node, ast.Assign):
+                found += [f"{path.relative_to(SOURCE)}:{node.lineno}" for target in node.targets if _part_of(target)]
     assert found == []

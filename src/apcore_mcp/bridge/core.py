@@ -247,7 +247,6 @@ class Bridge:
             tasks=tasks,
             refusal_observers=refusal_observers,
         )
-        notifier.subscriptions = parts.subscriptions
         bridge = cls(
             registry=registry,
             executor=executor,

@@ -53,15 +53,16 @@ class ListChangedNotifier:
     ``changed()`` from any thread. Bursts of changes are coalesced into one broadcast.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, subscriptions: Subscriptions | None = None) -> None:
         self.bus = InMemorySubscriptionBus()
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: set[str] = set()
         self._updated: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self.subscriptions: Subscriptions | None = None
-        """Resource subscriptions of handshake-era connections, told when a subscribed URI changes."""
+        self.subscriptions = subscriptions if subscriptions is not None else Subscriptions()
+        """Resource subscriptions of handshake-era connections, told when a subscribed URI changes
+        (the server's resource handlers record them here: ``build_server`` hands them this one)."""
 
     @property
     def connection_count(self) -> int:
@@ -112,10 +113,9 @@ class ListChangedNotifier:
         await asyncio.sleep(0)  # let a burst of changes from the same tick coalesce
         kinds, self._pending = self._pending, set()
         updated, self._updated = self._updated, set()
-        if self.subscriptions is not None:
-            for uri in sorted(updated):
-                for subscriber in self.subscriptions.subscribers(uri):
-                    await subscriber.send_resource_updated(uri)
+        for uri in sorted(updated):
+            for subscriber in self.subscriptions.subscribers(uri):
+                await subscriber.send_resource_updated(uri)
         connections = list(self._connections)
         logger.debug("Broadcasting %s list change to %d connection(s)", sorted(kinds), len(connections))
         for connection in connections:

@@ -165,7 +165,7 @@ def build_server(
     live = settings.dynamic
     access = access or ToolAccess()
     log_levels = LogLevels()
-    subscriptions = Subscriptions()
+    subscriptions = notifier.subscriptions  # what the handlers record, the notifier tells
 
     def identify(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
         return request_identity(ctx.request, access.default_identity)
