@@ -34,6 +34,7 @@ class Config:
     calls: int = 1000
     roundtrip_calls: int = 300
     duration: float = 5.0
+    load_grace: float = 2.5  # seconds the load processes get to start and connect before the clock runs
     soak_seconds: float | None = None  # None: max(60, 36 x duration) (bench.soak)
     throughput_rounds: int = 5
     client_counts: Sequence[int] = (1, 10, 50)

@@ -47,7 +47,7 @@ def run_load_at(
 ) -> dict[str, Any]:
     """N load processes against ``url`` for ``cfg.duration`` seconds; server CPU is the sum over ``pids``."""
     layout = load_layout(clients)
-    grace = 2.5 + 0.04 * clients
+    grace = cfg.load_grace + 0.04 * clients
     start_at = time.time() + grace
     procs = [
         subprocess.Popen(
