@@ -63,6 +63,20 @@ def tool_call(request_id: int | str, name: str, arguments: dict[str, Any], *, mo
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
+async def explorer_call(
+    http: httpx.AsyncClient,
+    url: str,
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    """A 2026-07-28 ``tools/call`` of ``name`` on the explorer's door, ``{url}/explorer/mcp`` (one POST)."""
+    message = tool_call(1, name, arguments or {}, modern=True)
+    return await http.post(
+        f"{url}/explorer/mcp", json=message, headers={**modern_headers("tools/call", name), **(headers or {})}
+    )
+
+
 async def open_session(http: httpx.AsyncClient, url: str, *, initialized: bool = True) -> str:
     """A handshake-era session id; ``initialized=False`` leaves it half-open."""
     response = await http.post(f"{url}/mcp", json=INIT, headers=ACCEPT)

@@ -11,7 +11,7 @@ Executor) and mounts ``upstream`` over Streamable HTTP from an ``mcp.json``. Sce
 - ``client <era>``: the SDK's client (``2025-11-25`` or ``2026-07-28``) calls ``trace.relay``,
   approving when asked; its own span's context reaches the server in ``_meta``;
 - ``header``: one 2026-07-28 ``tools/call`` POST of ``demo.echo`` carrying only a ``traceparent`` header;
-- ``explorer``: the explorer's HTTP call route, with a ``traceparent`` header;
+- ``explorer``: the same POST to the explorer's door (``/explorer/mcp``), from the page's origin;
 - ``arguments``: ``client 2026-07-28`` with ``trace_arguments`` on;
 - ``search``: the same, in search mode, through ``invoke_tool``.
 """
@@ -135,19 +135,15 @@ async def scenario_call(scenario: str, era: str, main: str) -> None:
         print("PROGRESS", json.dumps(seen))
         return
     headers = {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+    path = "/mcp" if scenario == "header" else "/explorer/mcp"
+    if scenario == "explorer":
+        headers["origin"] = main  # the page's own origin
     async with httpx.AsyncClient(timeout=30) as http:
-        if scenario == "header":
-            body = tool_call(1, "up.demo_echo", {"text": "Ada"}, modern=True)
-            assert "traceparent" not in MODERN_META
-            response = await http.post(
-                f"{main}/mcp", json=body, headers={**modern_headers("tools/call", "up.demo_echo"), **headers}
-            )
-        else:
-            response = await http.post(
-                f"{main}/explorer/tools/up.demo_echo/call",
-                json={"text": "Ada"},
-                headers={**headers, "origin": main},
-            )
+        body = tool_call(1, "up.demo_echo", {"text": "Ada"}, modern=True)
+        assert "traceparent" not in MODERN_META
+        response = await http.post(
+            f"{main}{path}", json=body, headers={**modern_headers("tools/call", "up.demo_echo"), **headers}
+        )
         assert response.status_code == 200, response.text
         print("RESULT", json.dumps(response.json()))
 

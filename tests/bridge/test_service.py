@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.env import settings_from_env
 
+from tests._support.hostile import explorer_call
 from tests._support.modules import EXPECTED_TOOLS, Echo, make_executor
 from tests._support.sessions import running_http
 
@@ -177,15 +179,26 @@ async def test_metrics_can_be_turned_off() -> None:
         assert (await http.get("/metrics")).status_code == 404
 
 
-# -- explorer API -----------------------------------------------------------------------------
+# -- explorer API (calls go through its MCP door, /explorer/mcp) -------------------------------
 
-JSON = {"Content-Type": "application/json"}
+
+@contextlib.asynccontextmanager
+async def serving_asgi(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """``app`` with its lifespan running (the MCP door's session manager), over httpx in memory."""
+    async with app.router.lifespan_context(app), asgi_client(app) as http:
+        yield http
+
+
+def outcome(response: httpx.Response) -> tuple[bool, Any]:
+    """A call's ``(isError, structured output or error text)``."""
+    result = response.json()["result"]
+    return result["isError"], result["content"][0]["text"] if result["isError"] else result["structuredContent"]
 
 
 async def test_explorer_is_off_by_default() -> None:
-    async with asgi_client(create_app(make_executor())) as http:
+    async with serving_asgi(create_app(make_executor())) as http:
         assert (await http.get("/explorer/")).status_code == 404
-        assert (await http.post("/explorer/tools/demo.echo/call", json={"text": "x"})).status_code == 404
+        assert (await explorer_call(http, "", "demo.echo", {"text": "x"})).status_code == 404
 
 
 async def test_explorer_lists_and_describes_tools() -> None:
@@ -207,59 +220,38 @@ async def test_explorer_lists_and_describes_tools() -> None:
 
 
 async def test_explorer_execution_is_refused_unless_enabled() -> None:
-    async with asgi_client(create_app(make_executor(), Settings(explorer=True))) as http:
-        response = await http.post("/explorer/tools/demo.echo/call", json={"text": "x"})
-    assert (response.status_code, response.json()) == (403, {"error": "Tool execution is disabled"})
+    async with serving_asgi(create_app(make_executor(), Settings(explorer=True))) as http:
+        response = await explorer_call(http, "", "demo.echo", {"text": "x"})
+    assert response.status_code == 403
+    assert response.json()["error"]["message"].startswith("Tool execution from the explorer is off")
 
 
 @pytest.mark.parametrize(
-    ("tool", "body", "headers", "status", "expected"),
+    ("tool", "arguments", "expected"),
     [
-        ("demo.echo", {"text": "hi", "times": 2}, JSON, 200, {"result": {"echo": "hi hi"}}),
-        ("demo.echo", {}, JSON, 400, {"error": "Input validation failed:\n- text: Field required (required)"}),
-        ("demo.boom", {}, JSON, 500, {"error": "Internal error occurred"}),
-        ("demo.denied", {"text": "x"}, JSON, 403, {"error": "Access denied"}),
-        ("demo.slow", {"seconds": 2}, JSON, 504, {"error": "Module timed out after 100ms"}),
-        ("nope.tool", {}, JSON, 404, {"error": "Tool 'nope.tool' not found"}),
-        (
-            "demo.echo",
-            {"text": "x"},
-            {"Content-Type": "text/plain"},
-            415,
-            {"error": "Content-Type must be application/json"},
-        ),
-        (
-            "demo.echo",
-            {"text": "x"},
-            {"Content-Type": "application/x-www-form-urlencoded"},
-            415,
-            {"error": "Content-Type must be application/json"},
-        ),
-        ("demo.echo", [1, 2], JSON, 400, {"error": "Request body must be a JSON object of tool arguments"}),
+        ("demo.echo", {"text": "hi", "times": 2}, (False, {"echo": "hi hi"})),
+        ("demo.echo", {}, (True, "Input validation failed:\n- text: Field required (required)")),
+        ("demo.boom", {}, (True, "Internal error occurred")),
+        ("demo.denied", {"text": "x"}, (True, "Access denied")),
+        ("demo.slow", {"seconds": 2}, (True, "Module timed out after 100ms")),
+        ("nope.tool", {}, (True, "Module not found: nope.tool")),
     ],
 )
-async def test_explorer_calls_go_through_the_executor(
-    tool: str, body: object, headers: dict[str, str], status: int, expected: dict[str, Any]
-) -> None:
+async def test_explorer_calls_go_through_the_executor(tool: str, arguments: dict[str, Any], expected: Any) -> None:
     app = create_app(make_executor(), Settings(explorer=True, allow_execute=True))
-    async with asgi_client(app) as http:
-        response = await http.post(f"/explorer/tools/{tool}/call", content=json.dumps(body), headers=headers)
-    assert (response.status_code, response.json()) == (status, expected)
+    async with serving_asgi(app) as http:
+        response = await explorer_call(http, "", tool, arguments)
+    assert (response.status_code, outcome(response)) == (200, expected)
     assert "access-control-allow-origin" not in response.headers
 
 
 async def test_explorer_refuses_cross_site_posts_and_oversized_bodies() -> None:
     app = create_app(make_executor(), Settings(explorer=True, allow_execute=True))
-    async with asgi_client(app) as http:
-        cross = await http.post(
-            "/explorer/tools/demo.echo/call", json={"text": "x"}, headers={"Origin": "https://attacker.example"}
-        )
-        same = await http.post(  # the page's own origin: scheme, host and port of the request
-            "/explorer/tools/demo.echo/call", json={"text": "x"}, headers={"Origin": "http://127.0.0.1"}
-        )
-        huge = await http.post(
-            "/explorer/tools/demo.echo/call", content=b'{"text": "' + b"x" * (5 * 1024 * 1024) + b'"}', headers=JSON
-        )
+    async with serving_asgi(app) as http:
+        cross = await explorer_call(http, "", "demo.echo", {"text": "x"}, {"Origin": "https://attacker.example"})
+        # the page's own origin: scheme, host and port of the request
+        same = await explorer_call(http, "", "demo.echo", {"text": "x"}, {"Origin": "http://127.0.0.1"})
+        huge = await explorer_call(http, "", "demo.echo", {"text": "x" * (5 * 1024 * 1024)})
     assert cross.status_code == 403
     assert same.status_code == 200
     assert huge.status_code == 413
@@ -267,35 +259,29 @@ async def test_explorer_refuses_cross_site_posts_and_oversized_bodies() -> None:
 
 async def test_explorer_requires_a_token_off_loopback() -> None:
     settings = Settings(host="0.0.0.0", explorer=True, allow_execute=True, execute_token="s3cret-token-0123456789")
-    async with asgi_client(create_app(make_executor(), settings)) as http:
+    async with serving_asgi(create_app(make_executor(), settings)) as http:
         config = (await http.get("/explorer/config")).json()
-        missing = await http.post("/explorer/tools/demo.echo/call", json={"text": "x"})
-        wrong = await http.post(
-            "/explorer/tools/demo.echo/call", json={"text": "x"}, headers={"Authorization": "Bearer nope"}
-        )
-        right = await http.post(
-            "/explorer/tools/demo.echo/call",
-            json={"text": "x"},
-            headers={"Authorization": "Bearer s3cret-token-0123456789"},
+        missing = await explorer_call(http, "", "demo.echo", {"text": "x"})
+        wrong = await explorer_call(http, "", "demo.echo", {"text": "x"}, {"Authorization": "Bearer nope"})
+        right = await explorer_call(
+            http, "", "demo.echo", {"text": "x"}, {"Authorization": "Bearer s3cret-token-0123456789"}
         )
     assert config["tokenRequired"] is True and config["allowExecute"] is True
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
     assert wrong.status_code == 401
-    assert (right.status_code, right.json()) == (200, {"result": {"echo": "x"}})
+    assert (right.status_code, outcome(right)) == (200, (False, {"echo": "x"}))
 
 
 async def test_explorer_makes_a_token_when_none_is_configured(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("WARNING", logger="apcore_mcp")
     settings = Settings(host="0.0.0.0", explorer=True, allow_execute=True)
-    async with asgi_client(create_app(make_executor(), settings)) as http:
+    async with serving_asgi(create_app(make_executor(), settings)) as http:
         assert (await http.get("/explorer/config")).json()["tokenRequired"] is True
-        assert (await http.post("/explorer/tools/demo.echo/call", json={"text": "x"})).status_code == 401
+        assert (await explorer_call(http, "", "demo.echo", {"text": "x"})).status_code == 401
         token_file = Path(next(m for m in caplog.messages if "token for this run in" in m).rsplit(" ", 1)[-1])
         token = token_file.read_text()
         token_file.unlink()
-        ok = await http.post(
-            "/explorer/tools/demo.echo/call", json={"text": "x"}, headers={"Authorization": f"Bearer {token}"}
-        )
+        ok = await explorer_call(http, "", "demo.echo", {"text": "x"}, {"Authorization": f"Bearer {token}"})
     assert ok.status_code == 200
 
 

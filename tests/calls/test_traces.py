@@ -111,7 +111,9 @@ def test_a_call_with_approval_progress_and_an_upstream_is_one_tree(era: str) -> 
     assert tree.lines["RESULT"]["trace_id"] == call.trace  # apcore's Context.trace_id is the span's trace
     assert "Ada" in tree.lines["RESULT"]["echoed"]
     # No argument value in any span unless the operator opts in.
-    assert not any("Ada" in json.dumps(span.attributes) or "hunter2" in json.dumps(span.attributes) for span in tree.spans)
+    assert not any(
+        "Ada" in json.dumps(span.attributes) or "hunter2" in json.dumps(span.attributes) for span in tree.spans
+    )
     if era == "2026-07-28":  # the first round asked; the retry carried the answer
         asked = tree.one("call trace.relay", **{"apcore.call.outcome": "input_required"})
         [first] = tree.children(asked)
@@ -139,11 +141,12 @@ def test_a_traceparent_header_parents_the_server_span_and_reaches_the_upstream()
     assert upstream.parent == sent.id and upstream.trace == CALLER_TRACE
 
 
-def test_the_explorer_route_takes_its_parent_from_the_header() -> None:
+def test_the_explorers_door_takes_its_parent_from_the_header() -> None:
     tree = record("explorer")
-    call = tree.one("call up.demo_echo")
-    assert (call.trace, call.parent) == (CALLER_TRACE, CALLER_SPAN)
-    assert call.attributes["apcore.call.origin"] == "explorer"
+    server = tree.one("tools/call up.demo_echo")
+    assert (server.trace, server.parent) == (CALLER_TRACE, CALLER_SPAN)
+    [call] = tree.children(server)
+    assert (call.name, call.attributes["apcore.call.origin"]) == ("call up.demo_echo", "explorer")
     assert tree.one("tools/call demo.echo").trace == CALLER_TRACE
 
 

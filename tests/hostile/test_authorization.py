@@ -1,7 +1,7 @@
 """One authorization point: every route to a module runs the same check on the module that will run.
 
 The routes: a ``tools/call`` in the handshake era and in 2026-07-28 over Streamable HTTP, over
-legacy SSE, the explorer's call API, ``invoke_tool`` in search mode (both eras, and from the
+legacy SSE, the explorer's MCP door, ``invoke_tool`` in search mode (both eras, and from the
 explorer), and a toolset endpoint ``/toolsets/<name>/mcp`` of an ``mcp.json``. On each, a tool
 needing the ``vault`` scope is refused to a caller whose token lacks it and runs for one that
 holds it; and the concurrency cap is shared fairly: a caller past its share is refused on
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from apcore import Identity, Registry
 from mcp import Client
@@ -111,23 +110,6 @@ async def over_sse(url: str, key: str, tool: str, arguments: dict[str, Any]) -> 
             return f"error {error.code}"
 
 
-async def over_explorer(url: str, key: str, tool: str, arguments: dict[str, Any], *, search: bool) -> str:
-    name, body = request(tool, arguments, search)
-    headers = {**bearer(key), "x-apcore-confirm": name}  # invoke_tool is destructive: the page confirms it
-    async with httpx.AsyncClient(timeout=10) as http:
-        response = await http.post(f"{url}/explorer/tools/{name}/call", json=body, headers=headers)
-    if response.status_code != 200:
-        return f"{response.status_code} {response.json()['error']}"
-    result = response.json()
-    if "result" not in result or result["result"] is None:  # a result carried through invoke_tool
-        return answer_of_content(result)
-    return f"ok:{result['result']['echo']}"
-
-
-def answer_of_content(result: dict[str, Any]) -> str:
-    return f"ok:{json.loads(result['content'][0]['text'])['echo']}"
-
-
 Call = Callable[[str, str, str, dict[str, Any]], Awaitable[str]]
 
 
@@ -157,9 +139,8 @@ ROUTES = [
     Route("sse", over_sse),
     Route(
         "explorer",
-        lambda url, key, tool, args: over_explorer(url, key, tool, args, search=False),
-        refused="403 insufficient_scope",
-        busy="503 Server busy: 1 of your calls are running (your share); retry shortly",
+        lambda url, key, tool, args: over_mcp(f"{url}/explorer/mcp", key, tool, args, mode="auto", search=False),
+        refused="error -32603",
     ),
     Route(
         "invoke-handshake",
@@ -175,10 +156,9 @@ ROUTES = [
     ),
     Route(
         "invoke-explorer",
-        lambda url, key, tool, args: over_explorer(url, key, tool, args, search=True),
+        lambda url, key, tool, args: over_mcp(f"{url}/explorer/mcp", key, tool, args, mode="auto", search=True),
         search=True,
-        refused="404 Module not found: vault.read",
-        busy="503 Server busy: 1 of your calls are running (your share); retry shortly",
+        refused=HIDDEN,
     ),
     Route(
         "toolset-endpoint",

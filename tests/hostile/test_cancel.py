@@ -17,6 +17,7 @@ from mcp.client.sse import sse_client
 
 from tests._support.hostile import (
     REPO,
+    explorer_call,
     metric,
     metrics_text,
     open_session,
@@ -103,7 +104,7 @@ async def test_a_browser_leaving_the_explorer_cancels_its_call() -> None:
     counts = sleeper(registry).counts
     async with serving(registry, explorer=True, allow_execute=True) as (url, _):
         async with httpx.AsyncClient() as http:
-            call = asyncio.create_task(http.post(f"{url}/explorer/tools/hostile.sleep/call", json={"seconds": 60}))
+            call = asyncio.create_task(explorer_call(http, url, "hostile.sleep", {"seconds": 60}))
             await wait_until(lambda: counts.started == 1, "the call running")
             call.cancel()
             await asyncio.gather(call, return_exceptions=True)

@@ -2,7 +2,7 @@
 
 A caller whose token lacks a tool's scope is not listed, searched or described that tool; here
 it calls the tool on every route (``/mcp`` in both eras, over the SDK's client and by hand,
-legacy SSE, the explorer's JSON call route and its MCP door, a toolset endpoint, task-augmented
+legacy SSE, the explorer's MCP door, a toolset endpoint, task-augmented
 calls in both eras). Each answer, with the tool's name replaced, must be the byte-for-byte
 answer the same route gives a tool that does not exist: no 403, no scope name, no confirmation
 dialog, no "runs only as a task" telling the tool is there. Three hidden tools: a plain one, a
@@ -135,12 +135,6 @@ async def over_sse(base: str, name: str) -> Answer:
     return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-async def explorer_json(base: str, name: str) -> Answer:
-    async with httpx.AsyncClient(timeout=10) as http:
-        response = await http.post(f"{base}/explorer/tools/{name}/call", json=ARGS, headers=bearer(ALICE))
-    return http_answer(response)
-
-
 def task(era: str) -> Callable[[str, str], Awaitable[Answer]]:
     """A task-augmented ``tools/call``: ``params.task`` (2025-11-25) or the tasks extension declared (2026)."""
 
@@ -159,7 +153,6 @@ ROUTES: dict[str, Callable[[str, str], Awaitable[Answer]]] = {
     "mcp-modern": sdk("/mcp", "auto"),
     "mcp-modern-wire": wire("/mcp"),
     "sse": over_sse,
-    "explorer-json": explorer_json,
     "explorer-door-handshake": sdk("/explorer/mcp", "legacy"),
     "explorer-door-modern": sdk("/explorer/mcp", "auto"),
     "explorer-door-wire": wire("/explorer/mcp"),

@@ -73,6 +73,12 @@ def nested(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
 
 
+def explorer_call(arguments_json: str) -> bytes:
+    """A 2026-07-28 tools/call of hostile.echo whose arguments are ``arguments_json``, as sent."""
+    call = json.dumps(tool_call(1, "hostile.echo", {}, modern=True)).replace('"arguments": {}', '"arguments": %s')
+    return (call % arguments_json).encode()
+
+
 @pytest.mark.parametrize("depth", [65, 900, 1_000, 5_000])
 async def test_deeply_nested_explorer_arguments_are_400_and_the_connection_stays_usable(depth: int) -> None:
     async with (
@@ -80,27 +86,30 @@ async def test_deeply_nested_explorer_arguments_are_400_and_the_connection_stays
         httpx.AsyncClient(limits=httpx.Limits(max_connections=1)) as http,
     ):
         response = await http.post(
-            f"{url}/explorer/tools/hostile.echo/call",
-            content=f'{{"x": {nested(depth)}}}',
-            headers={"Content-Type": "application/json"},
+            f"{url}/explorer/mcp",
+            content=explorer_call(f'{{"x": {nested(depth)}}}'),
+            headers=modern_headers("tools/call", "hostile.echo"),
         )
         assert response.status_code == 400
-        assert "nested" in response.json()["error"]
+        assert "nested" in response.json()["error"]["message"]
         assert response.headers.get("connection") != "close"
         assert (await http.get(f"{url}/health")).status_code == 200  # the kept-alive connection answers
 
 
-async def test_arguments_nested_64_deep_still_run() -> None:
+async def test_a_call_nested_64_deep_in_all_still_runs() -> None:
+    """The message (1), its params (2), the arguments (3) and 61 levels in ``x``: 64, the bound."""
     async with serving(explorer=True, allow_execute=True) as (url, _), httpx.AsyncClient() as http:
         response = await http.post(
-            f"{url}/explorer/tools/hostile.echo/call",
-            content=f'{{"x": {nested(63)}}}',
-            headers={"Content-Type": "application/json"},
+            f"{url}/explorer/mcp",
+            content=explorer_call(f'{{"x": {nested(61)}}}'),
+            headers=modern_headers("tools/call", "hostile.echo"),
         )
-    assert (response.status_code, response.json()) == (200, {"result": {"ok": True}})
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert (result["isError"], json.loads(result["content"][0]["text"])) == (False, {"ok": True})
 
 
-@pytest.mark.parametrize("path", ["/mcp", "/messages/", "/explorer/tools/hostile.echo/call"])
+@pytest.mark.parametrize("path", ["/mcp", "/messages/", "/explorer/mcp"])
 async def test_bodies_over_the_limit_are_413_declared_or_chunked(path: str) -> None:
     async with serving(explorer=True, allow_execute=True, max_body_bytes=4096) as (url, _):
         async with httpx.AsyncClient() as http:

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests._support.hostile import nginx_in_front, server_process
+from tests._support.hostile import explorer_call, nginx_in_front, server_process
 from tests._support.slow_client import trickle
 
 pytestmark = [pytest.mark.nginx, pytest.mark.slow]
@@ -26,7 +26,5 @@ async def test_nginx_cuts_slow_headers_and_pausing_bodies_and_the_service_cuts_t
         assert trickled.startswith(b"HTTP/1.1 408 ") and 1.9 < trickle_cut < 8  # the service's total deadline
         async with httpx.AsyncClient() as http:
             port = url.rsplit(":", 1)[1]
-            own = await http.post(
-                f"{url}/explorer/tools/hostile.echo/call", json={}, headers={"Origin": f"http://127.0.0.1:{port}"}
-            )
+            own = await explorer_call(http, url, "hostile.echo", headers={"Origin": f"http://127.0.0.1:{port}"})
             assert own.status_code == 200  # nginx passes Host with its port: the page's own origin matches

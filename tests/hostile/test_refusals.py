@@ -189,7 +189,7 @@ ROUTES = [
     ("GET", "/metrics"),
     ("GET", "/openai/tools"),
     ("GET", "/explorer/"),
-    ("POST", "/explorer/tools/hostile.echo/call"),
+    ("POST", "/explorer/mcp"),
 ]
 
 
@@ -227,7 +227,7 @@ async def test_an_allowed_origin_passes_on_every_route_whatever_its_case_or_trai
 
 # -- JSON bounds ----------------------------------------------------------------------------------
 
-BODY_ROUTES = ["/mcp", "/messages/", "/explorer/tools/hostile.echo/call"]
+BODY_ROUTES = ["/mcp", "/messages/", "/explorer/mcp"]
 
 
 def nested(depth: int) -> str:
@@ -235,9 +235,7 @@ def nested(depth: int) -> str:
 
 
 def body_for(path: str, arguments_json: str) -> tuple[bytes, dict[str, str]]:
-    """``arguments_json`` as a tools/call of hostile.echo on ``path`` (the explorer takes the arguments alone)."""
-    if path.startswith("/explorer"):
-        return arguments_json.encode(), {"Content-Type": "application/json"}
+    """``arguments_json`` as a 2026-07-28 tools/call of hostile.echo on ``path``."""
     call = json.dumps(tool_call(1, "hostile.echo", {}, modern=True)).replace('"arguments": {}', '"arguments": %s')
     return (call % arguments_json).encode(), modern_headers("tools/call", "hostile.echo")
 
@@ -250,10 +248,10 @@ async def post(http: httpx.AsyncClient, url: str, path: str, arguments_json: str
 
 
 def refusal_message(path: str, response: httpx.Response) -> str:
-    """The refusal's words: a JSON-RPC error on /mcp, ``{"error": ...}`` elsewhere."""
+    """The refusal's words: a JSON-RPC error on the MCP endpoints, ``{"error": ...}`` elsewhere."""
     assert response.status_code == 400, response.text[:300]
     answer = response.json()
-    if path == "/mcp":
+    if path.endswith("/mcp"):
         assert (answer["id"], answer["error"]["code"]) == (None, -32600)
         return str(answer["error"]["message"])
     return str(answer["error"])
@@ -289,19 +287,24 @@ async def test_a_body_nested_10000_deep_is_refused_and_large_plain_bodies_are_se
         assert "ok" in served.text
 
 
-async def test_the_json_bounds_are_the_settings() -> None:
+ENVELOPE_ITEMS = 13
+"""Keys of a 2026-07-28 tools/call's envelope around its arguments (``jsonrpc``... ``_meta``'s), and "x"."""
+ENVELOPE_DEPTH = 2
+"""The message and its ``params`` around the arguments."""
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/explorer/mcp"])
+async def test_the_json_bounds_are_the_settings(path: str) -> None:
     async with (
         serving(explorer=True, allow_execute=True, max_json_depth=5, max_json_items=1_000) as (url, _),
         httpx.AsyncClient() as http,
     ):
-        call = "/explorer/tools/hostile.echo/call"
-        items = [(await post(http, url, call, json.dumps({"x": list(range(n))})))[0].status_code for n in (999, 1000)]
-        depths = [(await post(http, url, call, nested(n)))[0].status_code for n in (5, 6)]
-        # On /mcp the envelope counts too: {"jsonrpc", "id", "method", "params": {"name", "arguments", "_meta": ...}}.
-        mcp, _ = await post(http, url, "/mcp", json.dumps({"x": list(range(990))}))
-    assert items == [200, 400]  # 999 elements and the key "x": 1,000 items; then 1,001
-    assert depths == [200, 400]
-    assert refusal_message("/mcp", mcp) == "Request body has more than 1000 JSON keys and elements"
+        counts = [1_000 - ENVELOPE_ITEMS, 1_001 - ENVELOPE_ITEMS]  # 1,000 items in all; then 1,001
+        items = [(await post(http, url, path, json.dumps({"x": list(range(n))})))[0] for n in counts]
+        depths = [(await post(http, url, path, nested(n)))[0] for n in (5 - ENVELOPE_DEPTH, 6 - ENVELOPE_DEPTH)]
+    assert items[0].status_code == depths[0].status_code == 200
+    assert refusal_message(path, items[1]) == "Request body has more than 1000 JSON keys and elements"
+    assert refusal_message(path, depths[1]) == "Request body is nested more than 5 levels deep"
 
 
 @pytest.mark.parametrize(("name", "value"), [("max_header_bytes", 1023), ("max_json_depth", 0), ("max_json_items", 0)])

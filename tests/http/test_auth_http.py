@@ -8,7 +8,6 @@ request. The issuer's JWKS is served through respx.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +28,7 @@ from tests._support.auth import (
     bearer,
     role_executor,
 )
+from tests._support.hostile import explorer_call
 from tests._support.sessions import running_http
 
 PUBLIC = "https://mcp.example.test"
@@ -157,6 +157,14 @@ async def test_health_and_ready_stay_open_and_metrics_follows_its_setting(issuer
         assert (await http.get("/metrics")).status_code == 200
 
 
+def tool_result(response: httpx.Response) -> tuple[int, Any]:
+    """A call's HTTP status and what it gave: its structured output, or the error text it answered."""
+    result = response.json()["result"]
+    if result["isError"]:
+        return response.status_code, result["content"][0]["text"]
+    return response.status_code, result["structuredContent"]
+
+
 async def test_explorer_needs_the_token_and_calls_as_the_caller(issuer: Issuer) -> None:
     explorer = f"{PUBLIC}/explorer"
     settings = jwt_settings(auth_tool_scopes=("demo.snoop=snoop",), auth_filter_tools=True)
@@ -165,29 +173,29 @@ async def test_explorer_needs_the_token_and_calls_as_the_caller(issuer: Issuer) 
         config = (await http.get("/explorer/config")).json()
         assert config["authRequired"] is True and config["tokenRequired"] is False
         body = {"text": "hi"}
-        assert (await http.post("/explorer/tools/demo.echo/call", json=body)).status_code == 401
+        assert (await explorer_call(http, "", "demo.echo", body)).status_code == 401
 
         alice = bearer(issuer.token(explorer, roles=["writer"], scope="snoop"))
         bob = bearer(issuer.token(explorer, sub="bob", roles=["reader"]))
-        ok = await http.post("/explorer/tools/demo.echo/call", headers=alice, json=body)
-        assert (ok.status_code, ok.json()) == (200, {"result": {"echo": "hi"}})
+        ok = await explorer_call(http, "", "demo.echo", body, alice)
+        assert tool_result(ok) == (200, {"echo": "hi"})
         # Filtered, a tool the apcore ACL or the tool scopes hide is absent to a call too (no 403 naming a scope).
-        denied = await http.post("/explorer/tools/demo.echo/call", headers=bob, json=body)
-        assert (denied.status_code, denied.json()) == (404, {"error": "Tool 'demo.echo' not found"})
+        denied = await explorer_call(http, "", "demo.echo", body, bob)
+        assert tool_result(denied) == (200, "Module not found: demo.echo")
         alice_no_scope = bearer(issuer.token(explorer, roles=["writer"]))
-        refused = await http.post("/explorer/tools/demo.snoop/call", headers=alice_no_scope, json=body)
-        assert (refused.status_code, refused.json()) == (404, {"error": "Tool 'demo.snoop' not found"})
+        refused = await explorer_call(http, "", "demo.snoop", body, alice_no_scope)
+        assert tool_result(refused) == (200, "Module not found: demo.snoop")
         assert "www-authenticate" not in refused.headers
-        seen = await http.post("/explorer/tools/demo.snoop/call", headers=alice, json=body)
-        assert seen.status_code == 200
+        seen = await explorer_call(http, "", "demo.snoop", body, alice)
+        assert seen.status_code == 200 and not seen.json()["result"]["isError"]
 
         # The list shows each caller what it may call.
         listed = {tool["name"] for tool in (await http.get("/explorer/tools", headers=alice)).json()}
         assert "demo.echo" in listed and "demo.snoop" in listed and "admin.secret" not in listed
         assert (await http.get("/explorer/tools", headers=bob)).json() == []
         # A hidden tool needing confirmation is missing, as in the list: no dialog with its description.
-        hidden = await http.post("/explorer/tools/admin.secret/call", headers=alice, json={})
-        assert (hidden.status_code, hidden.json()) == (404, {"error": "Tool 'admin.secret' not found"})
+        hidden = await explorer_call(http, "", "admin.secret", {}, alice)
+        assert tool_result(hidden) == (200, "Module not found: admin.secret")
 
 
 async def test_mcp_name_header_gets_the_tool_scope_check_at_http_level(issuer: Issuer) -> None:
@@ -224,10 +232,10 @@ async def test_api_keys(tmp_path: Any) -> None:
         document = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
         assert document == {"resource": MCP, "bearer_methods_supported": ["header"], "resource_name": "apcore-mcp"}
         body = {"text": "hi"}
-        ok = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY), json=body)
-        assert (ok.status_code, json.loads(ok.text)) == (200, {"result": {"echo": "hi"}})
-        denied = await http.post("/explorer/tools/demo.echo/call", headers=bearer(BOB_KEY), json=body)
-        assert denied.status_code == 403
-        wrong = await http.post("/explorer/tools/demo.echo/call", headers=bearer(ALICE_KEY + "x"), json=body)
+        ok = await explorer_call(http, "", "demo.echo", body, bearer(ALICE_KEY))
+        assert tool_result(ok) == (200, {"echo": "hi"})
+        denied = await explorer_call(http, "", "demo.echo", body, bearer(BOB_KEY))
+        assert tool_result(denied) == (200, "Access denied")  # not filtered: the ACL refuses Bob
+        wrong = await explorer_call(http, "", "demo.echo", body, bearer(ALICE_KEY + "x"))
         assert wrong.status_code == 401
         assert wrong.json() == {"error": "invalid_token", "error_description": "The API key is not valid"}

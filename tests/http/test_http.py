@@ -33,7 +33,7 @@ ROUTES = [
     ("POST", "/messages/?session_id=x"),
     ("GET", "/explorer/"),
     ("GET", "/explorer/tools"),
-    ("POST", "/explorer/tools/demo.echo/call"),
+    ("POST", "/explorer/mcp"),
     ("GET", "/no/such/route"),
 ]
 

@@ -1,7 +1,7 @@
 """Who may run which module: the one check on every route to a module, and the rule lists follow.
 
 Every route that runs a module ends in ``CallRouter`` (``calls/router.py``): a ``tools/call`` in
-either protocol era over Streamable HTTP, SSE or stdio, the explorer's call API,
+either protocol era over Streamable HTTP, SSE or stdio, the explorer's MCP door,
 ``invoke_tool`` in search mode (for its target), a toolset endpoint's call, a resource read.
 Before the Executor runs the module, the router asks ``Authorization`` about that module,
 with the caller's ``CallContext`` built at the edge:
@@ -22,7 +22,7 @@ that depends on arguments decides at call time).
 With ``filter_tools`` (the ``auth_filter_tools`` setting) a tool ``visible`` does not show the
 caller is *hidden* from it (``hides``), and hidden means absent: the check answers it
 ``module_not_found``, the words of a tool that does not exist, never the scope it lacks. The
-routes that answer an absent tool before the router (the explorer's call route, its MCP door's
+routes that answer an absent tool before the router (the explorer's MCP door's
 confirmation gate, the tasks layer) ask ``hides`` too, and answer as for an absent one; the HTTP
 pre-check leaves tool scopes to the router then (``http/auth.py``). Without ``filter_tools``
 every tool is listed, so a refusal names the scopes missing: the useful answer then.

@@ -128,7 +128,7 @@ class CallContext:
     release: Callable[[], Awaitable[None]] | None = None
     """Closes the call's response stream so the client reconnects and resumes (when the transport can)."""
     trace_context: TraceContext | None = None
-    """The parent of the call's span where no span is current (the explorer's route: its ``traceparent``)."""
+    """The parent of the call's span where no span is current (an edge with no SDK span: its ``traceparent``)."""
     span: Span | None = None
     """The call's span while the router runs it traced (``apcore_mcp.calls.spans``): progress is recorded on it."""
     _last_progress: float | None = field(default=None, repr=False)

@@ -5,8 +5,8 @@ see ``mcp/tracing.py``, which also takes its parent from a ``traceparent`` heade
 it, on every route (MCP, the explorer, search mode's ``invoke_tool``):
 
 1. ``call_span`` opens ``call <module>`` around authorization, admission and the Executor, and
-   records the outcome; the explorer's HTTP route, which has no SDK span, passes the context of
-   its request's ``traceparent`` as the parent.
+   records the outcome; an edge with no SDK span around it may pass the context of its
+   request's ``traceparent`` as the parent (``CallContext.trace_context``).
 2. ``trace_parent`` hands that span to apcore's ``Context`` (``Context.trace_parent``), so
    apcore's ``trace_id`` is the OpenTelemetry one; a module's own spans, made in the call's
    task, nest under it.

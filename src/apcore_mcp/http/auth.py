@@ -12,7 +12,7 @@ What it does to a request, in order:
    issued for another server is refused): 401 with ``WWW-Authenticate: Bearer
    resource_metadata="..."`` (and ``error="invalid_token"`` when one was sent), 403
    ``insufficient_scope`` naming the scopes needed (global, per route, per tool when the
-   request names one: the explorer's call route, or ``Mcp-Name`` on a 2026-07-28 call; not
+   request names one: ``Mcp-Name`` on a 2026-07-28 call, on ``/mcp`` or the explorer's; not
    per tool with ``auth_filter_tools``, where a tool the caller lacks scopes for is hidden and
    the call router answers it as an absent one).
    The explorer's MCP endpoint (``{prefix}/mcp``) is the explorer's resource (its URL is under
@@ -120,9 +120,6 @@ class AuthPolicy:
         """The tool a request calls, when its URL or headers name one."""
         path: str = scope["path"]
         prefix = self.explorer_prefix
-        if prefix is not None and path.startswith(f"{prefix}/tools/") and path.endswith("/call"):
-            tool = path[len(prefix) + len("/tools/") : -len("/call")]
-            return tool if tool and "/" not in tool else None
         if path == MCP_RESOURCE or (prefix is not None and path == prefix + MCP_RESOURCE):
             headers = dict(scope["headers"])
             if headers.get(b"mcp-method") == b"tools/call" and b"mcp-name" in headers:

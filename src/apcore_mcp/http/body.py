@@ -1,6 +1,6 @@
 """Request bodies read once, in full, within a size limit, a deadline and JSON bounds (pure ASGI).
 
-Every route that takes a body (``POST /mcp``, ``/messages/``, the explorer's call route)
+Every route that takes a body (``POST /mcp``, ``/messages/``, the explorer's ``{prefix}/mcp``)
 reads it whole before acting, so ``BodyGuard`` reads it first: a body over ``max_bytes``
 (declared or chunked) is answered 413, one not complete within ``timeout`` seconds 408, and
 both close the connection (its unread rest cannot be parsed as the next request). A body

@@ -182,7 +182,7 @@ class StreamCounter:
 class HttpMetrics:
     """Pure ASGI middleware timing every HTTP request and counting refusals by reason.
 
-    The route label is the matched route's template (``/explorer/tools/{name}/call``), never
+    The route label is the matched route's template (``/explorer/tools/{name}``), never
     the raw path. A refusal's reason is the one its responder put in the scope
     (``REASON_SCOPE_KEY``), else the status's (``REASONS_BY_STATUS``).
     """

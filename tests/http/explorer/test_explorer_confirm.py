@@ -1,25 +1,21 @@
 """The explorer never runs a destructive or approval-gated tool on one click, and shows rich results.
 
 Headless Chromium drives the page (the ``explorer`` helper of ``test_explorer_browser``); the
-route itself is checked over HTTP too: without the page's confirmation it answers 428.
+door's 428 without the page's confirmation is checked over HTTP in ``tests/hostile/test_explorer_mcp_seams.py``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 from apcore import Executor
 from playwright.async_api import Browser, expect
 
 from apcore_mcp import install_pipeline
-from apcore_mcp.bridge import Bridge
-from apcore_mcp.settings import Settings
 
 from tests._support.browser import ARTIFACTS, explorer, protocol_log
-from tests._support.modules import make_executor, make_registry
-from tests._support.sessions import running_http
+from tests._support.modules import make_registry
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
@@ -93,18 +89,3 @@ async def test_an_image_result_shows_as_an_image(browser: Browser) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "explorer-media.png"))
         assert ex.unexpected_problems() == []  # no CSP violation for the data: image or audio
-
-
-async def test_the_route_refuses_an_unconfirmed_destructive_call(tmp_path: Path) -> None:
-    marker = tmp_path / "purged"
-    bridge = Bridge.build(make_executor(), Settings(explorer=True, allow_execute=True))
-    async with running_http(bridge) as url, httpx.AsyncClient() as http:
-        call = f"{url}/explorer/tools/demo.purge/call"
-        refused = await http.post(call, json={"marker": str(marker)})
-        wrong = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.echo"})
-        assert not marker.exists()
-        confirmed = await http.post(call, json={"marker": str(marker)}, headers={"X-Apcore-Confirm": "demo.purge"})
-    assert refused.status_code == 428 and wrong.status_code == 428
-    assert refused.json()["error"] == "demo.purge requires approval and is destructive: confirm the call to run it"
-    assert confirmed.status_code == 200 and confirmed.json() == {"result": {"done": True}}
-    assert marker.read_text() == "ran"

@@ -48,6 +48,19 @@ class Origin:
         return {"origin": call.origin if call is not None else "none"}
 
 
+class Recorded:
+    description = "Records that it ran"
+    input_schema = Empty
+    output_schema = OriginOut
+
+    def __init__(self, runs: list[str]) -> None:
+        self.runs = runs
+
+    async def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        self.runs.append("ran")
+        return {"origin": "ran"}
+
+
 def registry() -> Registry:
     registry = Registry()
     registry.register("demo.echo", Echo())
@@ -126,19 +139,18 @@ async def test_mounted_inside_another_app_the_page_is_told_the_mounted_paths() -
     assert redirect.headers["location"] == "/tools/explorer/"
 
 
-async def test_the_old_call_route_is_a_deprecated_alias(caplog: pytest.LogCaptureFixture) -> None:
-    """``POST /explorer/tools/{name}/call`` still runs a call under the same rules, says it is
-    deprecated and names ``/explorer/mcp`` as its successor, and is logged once per server."""
-    async with running_http(bridge(allow_execute=True)) as url:
-        async with httpx.AsyncClient(base_url=url, headers={"Origin": url}) as http:
-            with caplog.at_level("WARNING", logger="apcore_mcp.http.explorer.page"):
-                answers = [await http.post("/explorer/tools/demo.echo/call", json={"text": "hi"}) for _ in range(2)]
-                refused = await http.post("/explorer/tools/demo.echo/call", content=b"{}")  # no JSON type
-    for answer in answers:
-        assert answer.status_code == 200, answer.text
-        assert answer.json() == {"result": {"echo": "hi"}}
-        assert answer.headers["Deprecation"] == "@1795824000"
-        assert answer.headers["Link"] == '</explorer/mcp>; rel="successor-version"'
-    assert refused.status_code == 415 and refused.headers["Deprecation"] == "@1795824000"
-    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert warnings == ["POST /explorer/tools/{name}/call is deprecated and will be removed: call /explorer/mcp"]
+async def test_the_old_call_route_is_gone_and_names_the_mcp_door() -> None:
+    """``POST /explorer/tools/{name}/call`` runs nothing: 410, saying where calls go now (the one door)."""
+    runs: list[str] = []
+    made = registry()
+    made.register("demo.recorded", Recorded(runs))
+    outer = Starlette(routes=[Mount("/tools", app=create_app(made, Settings(explorer=True, allow_execute=True)))])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=outer), base_url="http://127.0.0.1") as http:
+        gone = await http.post("/tools/explorer/tools/demo.recorded/call", json={})
+    assert gone.status_code == 410
+    assert gone.json() == {
+        "error": "POST /explorer/tools/{name}/call was removed: send an MCP tools/call to /tools/explorer/mcp",
+        "mcp": "/tools/explorer/mcp",
+    }
+    assert gone.headers["Link"] == '</tools/explorer/mcp>; rel="successor-version"'
+    assert runs == []

@@ -1,14 +1,13 @@
 """The browser explorer: a page listing the tools, their schemas, and (opt-in) a way to call them.
 
 Calling a tool from a browser is the MCP Inspector lesson (CVE-2025-49596): it is off unless
-``allow_execute``; when on, only JSON POSTs from the page's own origin (scheme, host and port:
-another local app's page is another origin) are accepted, no CORS header is ever sent,
-Host/Origin are checked by the app's guard, and a server reachable from other machines
-requires a bearer token compared in constant time (``ExecuteGate``). With ``auth`` on, that
-token is the caller's own (checked by ``http/auth.py``), calls run as the caller, through the
-call router like any MCP call (its tool scopes, ACL identity, approval, rate limit and
-concurrency share), and with ``auth_filter_tools`` the list shows only what the caller may call
-(a tool it hides is "not found" to a call, as an absent one: ``Authorization.hides``).
+``allow_execute``. The page calls over MCP, through one door, ``{prefix}/mcp`` (``mcp.py``):
+only from the page's own origin (scheme, host and port: another local app's page is another
+origin, ``same_origin``), no CORS header is ever sent, Host/Origin are checked by the app's
+guard, and a server reachable from other machines requires a bearer token compared in constant
+time (``ExecuteGate``). With ``auth`` on, that token is the caller's own (checked by
+``http/auth.py``) and with ``auth_filter_tools`` the list shows only what the caller may call.
+The old JSON call route ``POST {prefix}/tools/{name}/call`` is gone: it answers 410 naming the door.
 
 A tool of an upstream MCP server shows ``upstream``: its server and its own name there (the
 readable id ``everything.get_sum`` calls ``get-sum``). That is said here, where the tool itself
@@ -20,20 +19,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import logging
 import os
 import re
 import secrets
 import tempfile
-from collections.abc import Awaitable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -41,29 +37,17 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from apcore_mcp.bridge import Bridge
-from apcore_mcp.calls.context import CallContext
-from apcore_mcp.calls.limits import principal_key
-from apcore_mcp.calls.principal import identity_of, principal_of
-from apcore_mcp.calls.router import CallOutcome
-from apcore_mcp.calls.spans import incoming_context
+from apcore_mcp.calls.principal import identity_of
 from apcore_mcp.http.explorer.views import FRAME_PATH, view_frame_routes
 from apcore_mcp.http.exposure import local_connection
-from apcore_mcp.http.metrics import REASON_SCOPE_KEY
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.declared import options
-from apcore_mcp.tools.content import RenderedOutput
 from apcore_mcp.tools.records import ToolRecord
 from apcore_mcp.upstream.module import upstream_origin
 
 logger = logging.getLogger(__name__)
 
-CALL_ROUTE_DEPRECATED = "@1795824000"
-"""When ``POST {prefix}/tools/{name}/call`` was deprecated (2026-11-28), as RFC 9745's
-``Deprecation`` header writes a date: the page calls over ``{prefix}/mcp``, the one door for calls."""
-
 PAGE_NAME = "explorer.html"
-MAX_ARGUMENT_DEPTH = 64
-"""Deepest nesting of lists and objects accepted in explorer call arguments."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 PROTOCOL_VERSIONS = sorted(SUPPORTED_PROTOCOL_VERSIONS, reverse=True)
 """The MCP revisions the page may offer, newest first (dates sort as strings)."""
@@ -77,18 +61,6 @@ EXECUTE_SETTING = {
 """How ``allow_execute`` is turned on and what that risks (``/config`` sends it; refusals name it)."""
 CONFIRM_HEADER = "x-apcore-confirm"
 """Set to the tool's name by the page once the person confirmed the call in its dialog."""
-_STATUS_BY_KIND = {
-    "not_found": 404,
-    "invalid_input": 400,
-    "access_denied": 403,
-    "approval": 403,
-    "refused": 429,
-    "timeout": 504,
-    "cancelled": 499,
-    "module": 500,
-    "output": 500,
-    "internal": 500,
-}
 
 
 @cache
@@ -238,49 +210,12 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
             return _error(404, f"Tool '{request.path_params['name']}' not found")
         return JSONResponse(tool_detail(record, origin(record)))
 
-    async def call_tool(request: Request) -> Response:
-        name = request.path_params["name"]
-        if not settings.allow_execute:
-            return _error(403, "Tool execution is disabled")
-        if not same_origin(request):
-            return _error(403, "Tool calls are accepted from the explorer page's own origin only")
-        if not gate.admits(request):
-            return _error(401, "A valid explorer token is required", {"WWW-Authenticate": "Bearer"})
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-            return _error(415, "Content-Type must be application/json")
-        confirmed = request.headers.get(CONFIRM_HEADER) == name
-        call = CallContext(
-            identity=identity_of(request.scope),
-            principal=principal_of(request.scope),
-            caller=principal_key(request.scope),
-            origin="explorer",
-            confirmed=confirmed,
-            trace_context=incoming_context(request.headers),
-        )
-        record = catalog.get(name)
-        if record is None or bridge.authorization.hides(name, call):  # hidden: exactly the absent answer
-            return _error(404, f"Tool '{name}' not found")
-        if needs_confirmation(record) and not confirmed:
-            return confirmation_required(record)
-        arguments = parse_arguments(await request.body())
-        if isinstance(arguments, str):
-            return _error(400, arguments)
-        return await _run(bridge, request, name, arguments, call)
-
-    warned = False
-
-    async def deprecated_call(request: Request) -> Response:
-        """The old JSON call route: served under the same rules, saying it is deprecated and what
-        replaces it (``Deprecation`` and ``Link`` headers), with a WARNING the first time."""
-        nonlocal warned
-        if not warned:
-            warned = True
-            logger.warning("POST %s/tools/{name}/call is deprecated and will be removed: call %s/mcp", prefix, prefix)
-        response = await call_tool(request)
-        response.headers["Deprecation"] = CALL_ROUTE_DEPRECATED
+    async def retired(request: Request) -> JSONResponse:
+        """The old JSON call route, gone: 410, naming the one door for calls (``{prefix}/mcp``)."""
         successor = f"{request.scope.get('root_path', '')}{prefix}/mcp"
-        response.headers["Link"] = f'<{successor}>; rel="successor-version"'
-        return response
+        message = f"POST {prefix}/tools/{{name}}/call was removed: send an MCP tools/call to {successor}"
+        headers = {"Link": f'<{successor}>; rel="successor-version"'}
+        return JSONResponse({"error": message, "mcp": successor}, status_code=410, headers=headers)
 
     return [
         Route(prefix, redirect, methods=["GET"]),
@@ -288,44 +223,9 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         Route(f"{prefix}/config", config, methods=["GET"]),
         Route(f"{prefix}/tools", list_tools, methods=["GET"]),
         Route(f"{prefix}/tools/{{name}}", get_tool, methods=["GET"]),
-        Route(f"{prefix}/tools/{{name}}/call", deprecated_call, methods=["POST"]),
+        Route(f"{prefix}/tools/{{name}}/call", retired, methods=["POST"]),
         *view_frame_routes(prefix),
     ]
-
-
-async def _run(bridge: Bridge, request: Request, name: str, arguments: dict[str, Any], call: CallContext) -> Response:
-    """Run the call through the router (which authorizes and admits it); cancel it if the client goes away."""
-    outcome = await until_disconnect(request, bridge.router.call(name, arguments, call))
-    if outcome is None:
-        return _error(499, "Call cancelled: the client disconnected")
-    if outcome.refusal is not None:  # the rate limit or the concurrency share
-        status = 429 if outcome.refusal.reason == "rate_limited" else 503
-        return _error(status, outcome.refusal.message, {"Retry-After": outcome.refusal.retry_after_header})
-    if outcome.error is not None:
-        if outcome.error.kind == "refused":  # apcore's call-chain guards, not our rate limit
-            request.scope[REASON_SCOPE_KEY] = "call_refused"
-        return _error(_STATUS_BY_KIND[outcome.error.kind], outcome.error.message)
-    if outcome.carried is not None:
-        return carried_response(outcome.carried)
-    if outcome.rendered is None:
-        return _error(400, "This tool needs to ask an MCP client something; call it from an MCP client")
-    return Response(result_body(outcome.rendered), media_type="application/json")
-
-
-async def until_disconnect(request: Request, call: Awaitable[CallOutcome]) -> CallOutcome | None:
-    """``call``'s outcome, or ``None`` when the client disconnected first (the call is then cancelled)."""
-    outcome: CallOutcome | None = None
-
-    async def watch(scope: anyio.CancelScope) -> None:
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-        scope.cancel()
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(watch, tasks.cancel_scope)
-        outcome = await call
-        tasks.cancel_scope.cancel()
-    return outcome
 
 
 def same_origin(request: Request) -> bool:
@@ -353,80 +253,6 @@ def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
     if not parts.hostname or parts.path not in ("", "/"):
         return None
     return parts.scheme, parts.hostname, port
-
-
-def parse_arguments(body: bytes) -> dict[str, Any] | str:
-    """The JSON object of tool arguments, or the reason it is not one (nested too deep included)."""
-    try:
-        arguments = json.loads(body or b"{}")
-    except (ValueError, RecursionError):
-        return "Request body is not valid JSON (or is nested too deeply)"
-    if not isinstance(arguments, dict):
-        return "Request body must be a JSON object of tool arguments"
-    if nesting_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-        return f"Arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-    return arguments
-
-
-def nesting_depth(value: Any, limit: int) -> int:
-    """How deeply ``value``'s lists and objects nest (counting stops just past ``limit``)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if not isinstance(node, dict | list):
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
-def needs_confirmation(record: ToolRecord) -> bool:
-    """A destructive or approval-gated tool never runs on one click."""
-    return record.requires_approval or record.hints.get("destructiveHint", False)
-
-
-def confirmation_required(record: ToolRecord) -> JSONResponse:
-    """428: the page asks the person in a dialog, then repeats the call with the confirmation header."""
-    reasons = [
-        reason
-        for flag, reason in (
-            (record.requires_approval, "requires approval"),
-            (record.hints.get("destructiveHint", False), "is destructive"),
-        )
-        if flag
-    ]
-    return JSONResponse(
-        {
-            "error": f"{record.name} {' and '.join(reasons)}: confirm the call to run it",
-            "confirm": {"tool": record.name, "description": record.description, "header": CONFIRM_HEADER},
-        },
-        status_code=428,
-    )
-
-
-def result_body(rendered: RenderedOutput) -> bytes:
-    """``{"result": <structured output or null>, "content": [<media blocks>]}``; the JSON text is reused."""
-    media = [block for block in rendered.blocks if not (block.get("type") == "text" and block["text"] == rendered.text)]
-    body = b'{"result":' + (rendered.text or "null").encode()
-    if media:
-        body += b',"content":' + json.dumps(media, ensure_ascii=False).encode()
-    return body + b"}"
-
-
-def carried_response(result: dict[str, Any]) -> Response:
-    """A tool result carried as is (an upstream server's tool), in the explorer's shape.
-
-    A result flagged ``isError`` is the tool's failure, answered as one (500, its text).
-    """
-    content = result.get("content") or []
-    if result.get("isError"):
-        text = " ".join(b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str))
-        return _error(_STATUS_BY_KIND["module"], text or "The tool reported an error")
-    return JSONResponse({"result": result.get("structuredContent"), "content": content})
 
 
 def _bearer_matches(request: Request, token: str) -> bool:
