@@ -363,6 +363,8 @@ async def test_mcp_server_in_background_thread() -> None:
     server.start()
     try:
         assert server.running and server.port != 0
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.bridge is not None and server.bridge.settings.port == server.port  # not 1, not 0
         health = httpx.get(f"{server.url}/health", timeout=5).json()
         assert health["status"] == "ok" and health["module_count"] == len(EXPECTED_TOOLS)
         async with Client(f"{server.url}/mcp", mode="legacy") as client:
