@@ -209,6 +209,11 @@ def test_waits(mcp_server):
 """
 
 
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_servers_are_stopped_when_the_run_is_interrupted(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pid_file = tmp_path / "pids.txt"
     test_file = pytester.makepyfile(test_interrupted=INTERRUPTED.format(script=str(SCRIPT), pid_file=str(pid_file)))
@@ -218,6 +223,9 @@ def test_servers_are_stopped_when_the_run_is_interrupted(pytester: pytest.Pytest
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # A run interrupted by Ctrl-C, whatever this worker's SIGINT disposition: an ignored or
+        # blocked SIGINT is inherited across exec, and the run would never see the KeyboardInterrupt.
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
@@ -227,7 +235,11 @@ def test_servers_are_stopped_when_the_run_is_interrupted(pytester: pytest.Pytest
         assert len(servers) == 3, runner.communicate(timeout=30)[0].decode()
         assert all(is_running(pid) for pid in servers)
         runner.send_signal(signal.SIGINT)
-        output = runner.communicate(timeout=60)[0].decode()
+        try:
+            output = runner.communicate(timeout=60)[0].decode()
+        except subprocess.TimeoutExpired:
+            os.killpg(runner.pid, signal.SIGKILL)
+            pytest.fail("the interrupted run did not end within 60 s:\n" + runner.communicate()[0].decode())
     finally:
         if runner.poll() is None:
             os.killpg(runner.pid, signal.SIGKILL)
