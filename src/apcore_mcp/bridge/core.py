@@ -12,6 +12,7 @@ from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
 
 from apcore_mcp._apcore import executor_approval_handler
+from apcore_mcp.bridge.workers import for_workers, per_worker
 from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.calls.authorization import Authorization, executor_acl
 from apcore_mcp.calls.limits import CallLimits
@@ -78,11 +79,12 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
 
 
 def call_limits(settings: Settings) -> CallLimits:
-    """The rate limit and concurrency cap (and one caller's share of it) the settings ask for."""
+    """The rate limit and concurrency cap (and one caller's share of it) the settings ask for; with
+    several workers each admits its part of the cap, so the machine never runs more than it."""
     return CallLimits(
         rate=settings.rate_limit,
         burst=settings.rate_burst,
-        max_concurrent=settings.max_concurrent_calls,
+        max_concurrent=per_worker(settings.max_concurrent_calls, settings.workers),
         max_caller_share=settings.max_caller_share,
     )
 
@@ -200,7 +202,7 @@ class Bridge:
             PromptFileError: a prompt file in ``settings.prompts_dir`` is malformed.
             ModuleProblemsError: ``settings.strict_modules`` and a module that cannot be served.
         """
-        settings = settings or Settings()
+        settings = for_workers(settings or Settings())
         registry = registry_of(registry_or_executor)
         upstream_config, selection = None, None
         if mounts_upstreams(settings):
@@ -293,7 +295,8 @@ class Bridge:
                 "Give it one: executor.set_approval_handler(apcore_mcp.MCPApprovalHandler())",
                 ", ".join(gated),
             )
-        if self.settings.request_state_keys and self.settings.redis_url is None and self.settings.approval != "auto":
+        alone = self.settings.redis_url is None and self.settings.workers == 1  # workers share a record
+        if self.settings.request_state_keys and alone and self.settings.approval != "auto":
             # Shared sealing keys mean several replicas (or restarts); each keeps its own record.
             logger.warning(
                 "request_state_keys are set without redis_url: each process remembers alone which 2026-07-28 "

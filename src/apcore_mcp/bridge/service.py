@@ -9,7 +9,9 @@ entering the service starts it in this order (leaving undoes it in reverse):
 3. with ``settings.dynamic``, the catalogs follow the registry, and clients hear of each
    change (modules registered between the bridge's build and now are read first);
 4. with ``settings.redis_url``, the replicas' Redis link: shared rate-limit buckets, the
-   record of used approvals and the change broadcast (``apcore_mcp.replicas``);
+   record of used approvals and the change broadcast (``apcore_mcp.replicas``); else with
+   ``settings.workers`` above 1, the same (no broadcast) in the workers' private SQLite store
+   (``apcore_mcp.replicas.machine``);
 5. with ``settings.mcp_config``, the upstream MCP servers: mounted, reloaded on change,
    unmounted on exit (``upstreams.py``);
 6. the task runner (``tasks/runner.py``): calls started as tasks run in its task group, their records
@@ -32,10 +34,12 @@ import anyio
 
 from apcore_mcp.bridge.core import Bridge
 from apcore_mcp.bridge.upstreams import ToolsetFollower, serving_upstreams
+from apcore_mcp.bridge.workers import announce_workers, machine_directory
 from apcore_mcp.mcp.notifier import change_of
 from apcore_mcp.pipeline import lease_pipeline
 
 if TYPE_CHECKING:
+    from apcore_mcp.replicas.machine.state import MachineState
     from apcore_mcp.replicas.shared import SharedState
     from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
@@ -54,8 +58,9 @@ class BridgeService:
         self.bridge = bridge
         self.upstreams: UpstreamRuntime | None = None
         """The mounted upstream servers while serving (``None`` without a config)."""
-        self.replicas: SharedState | None = None
-        """The replicas' shared state while serving (``None`` without ``redis_url``)."""
+        self.replicas: SharedState | MachineState | None = None
+        """The state shared with other processes while serving: the replicas' Redis, or the workers'
+        store (``None`` for a single process without ``redis_url``)."""
         self._toolsets = toolsets
         self._with_replicas = replicas
         self._handle_sighup = handle_sighup
@@ -80,7 +85,7 @@ class BridgeService:
             bridge.notifier.bind(asyncio.get_running_loop())
             if bridge.settings.dynamic:
                 self._follow_registry(stack)
-            if self._with_replicas and bridge.settings.redis_url is not None:
+            if self._with_replicas and (bridge.settings.redis_url is not None or bridge.settings.workers > 1):
                 await self._link_replicas(stack)
             self.upstreams = await stack.enter_async_context(
                 serving_upstreams(bridge, endpoints=self._toolsets, handle_sighup=self._handle_sighup)
@@ -111,12 +116,19 @@ class BridgeService:
             bridge.notifier.changed(tools=True, resources=True)
 
     async def _link_replicas(self, stack: contextlib.AsyncExitStack) -> None:
-        from apcore_mcp.replicas.shared import shared_state  # redis is an optional dependency
-
         bridge = self.bridge
-        shared = shared_state(bridge.settings, bridge.executor, bridge.notifier, bridge.catalog)
+        shared: SharedState | MachineState | None
+        if bridge.settings.redis_url is not None:
+            from apcore_mcp.replicas.shared import shared_state  # redis is an optional dependency
+
+            shared = shared_state(bridge.settings, bridge.executor, bridge.notifier, bridge.catalog)
+        else:
+            from apcore_mcp.replicas.machine.state import machine_state
+
+            shared = machine_state(bridge.settings, bridge.executor, machine_directory())
         if shared is None:
             return
+        announce_workers(bridge.settings)
         stack.push_async_callback(shared.aclose)
         # This process's buckets count while Redis is away.
         stack.callback(self.bridge.limits.share(shared.buckets(self.bridge.limits.buckets)))

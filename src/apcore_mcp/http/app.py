@@ -30,6 +30,7 @@ from apcore_mcp._jsonbounds import JsonBounds
 from apcore_mcp._redaction import RedactedLogs
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.bridge.upstreams import readiness
+from apcore_mcp.bridge.workers import EXPLORER_TOKEN, machine_secret
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
@@ -44,7 +45,7 @@ from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
-from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseEndpoint
+from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseAcrossWorkers, SseEndpoint
 from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.openai import check_filters, functions_from_records, select_records
 from apcore_mcp.openai.formats import FORMATS, ResponsesOptions, check_format, render
@@ -94,7 +95,7 @@ def create_app(
     metrics.session_count = lambda: manager.session_count + sse_endpoint.connections
 
     # With auth on, explorer calls carry the caller's own token: no separate explorer token.
-    gate = ExecuteGate(settings, authenticated=auth is not None)
+    gate = ExecuteGate(settings, authenticated=auth is not None, made=explorer_token(settings))
     # A handshake-era client whose POST stream broke may resume it (event store, SSE responses):
     # its call is cancelled only if it has not come back within a few of its reconnection delays.
     resume_grace = resume_grace_seconds(settings) if resume_store is not None else None
@@ -124,10 +125,16 @@ def create_app(
         McpFront(StreamableHTTPASGIApp(manager), resume_grace, resume_store, direct, sessions=not settings.stateless),
         MCP_PATH,
     )
-    routes: list[BaseRoute] = [
-        Route(MCP_PATH, endpoint=mcp),
+    legacy: list[BaseRoute] = [
         Route(SSE_PATH, endpoint=streams(sse_endpoint, SSE_PATH)),
         Mount(MESSAGES_PATH, app=MessagesEndpoint(sse, max_bytes=settings.max_body_bytes)),
+    ]
+    if settings.workers > 1:
+        refused = SseAcrossWorkers(settings.workers)
+        legacy = [Route(SSE_PATH, endpoint=refused, methods=["GET", "POST"]), Mount(MESSAGES_PATH, app=refused)]
+    routes: list[BaseRoute] = [
+        Route(MCP_PATH, endpoint=mcp),
+        *legacy,
         *service_routes(service, metrics),
         *(endpoints.routes if endpoints is not None else []),
     ]
@@ -148,6 +155,13 @@ def create_app(
     app.state.upstreams = None
     app.state.resume_store = resume_store
     return app
+
+
+def explorer_token(settings: Settings) -> str | None:
+    """The execute token several workers share when none is configured (``None``: the gate makes one)."""
+    if settings.workers < 2 or not (settings.explorer and settings.allow_execute) or settings.execute_token:
+        return None
+    return machine_secret(EXPLORER_TOKEN)
 
 
 def session_manager(bridge: Bridge, security: TransportSecuritySettings, events: ResumeStore | None) -> SessionManager:
@@ -208,6 +222,7 @@ async def _lifespan(
         service,
         manager.run(),
         anyio.create_task_group() as background,
+        contextlib.AsyncExitStack() as stack,
     ):
         stopping = functools.partial(mark_stopping, app)
         background.start_soon(
@@ -217,6 +232,10 @@ async def _lifespan(
         app.state.stopping = False
         if warn_if_exposed(settings, app.state, len(bridge.catalog), authenticated=authenticated):
             gate.expose()
+        if settings.workers > 1:
+            from apcore_mcp.http.metrics_workers import machine_metrics  # sqlite3 only for workers
+
+            await stack.enter_async_context(machine_metrics(metrics))
         app.state.ready = True
         try:
             with metrics.observing(bridge.router, bridge.parts.admission):

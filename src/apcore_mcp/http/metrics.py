@@ -99,6 +99,8 @@ class Metrics:
             registry=self.registry,
         )
         self._direct_children: dict[str, Any] = {}
+        self.render_all: Callable[[bytes], bytes] | None = None
+        """Set while several workers serve: this worker's exposition in, the machine's out."""
 
     @contextlib.contextmanager
     def observing(self, router: CallRouter, refusals: Refusals) -> Iterator[None]:
@@ -140,7 +142,8 @@ class Metrics:
         child.inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        own = generate_latest(self.registry)
+        return own if self.render_all is None else self.render_all(own)
 
 
 class StreamCounter:

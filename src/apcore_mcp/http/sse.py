@@ -147,3 +147,20 @@ def _meant(body: bytes) -> str:
     if "method" in message:
         return "JSONRPCRequest" if "id" in message else "JSONRPCNotification"
     return "JSONRPCResponse" if "result" in message else "JSONRPCError" if "error" in message else ""
+
+
+class SseAcrossWorkers:
+    """``/sse`` and ``/messages/`` while several workers serve the port: refused, clearly.
+
+    A legacy SSE session lives in the worker that holds its stream, and the client's posts
+    reach whichever worker the kernel hands their connection to.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.message = (
+            f"The legacy SSE transport is off: {workers} worker processes serve this port and an SSE "
+            f"session lives in one of them. Use Streamable HTTP at {MCP_PATH}."
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await PlainTextResponse(self.message, 501)(scope, receive, send)

@@ -235,7 +235,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
     from apcore_mcp._redaction import RedactedLogs
     from apcore_mcp.run.serve import serve
+    from apcore_mcp.run.workers import serve_workers
     from apcore_mcp.settings import configure_logging
+    from apcore_mcp.settings.replicas import worker_count
     from apcore_mcp.tools.discovery import DiscoveryError
     from apcore_mcp.tools.problems import ModuleProblemsError
 
@@ -247,7 +249,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         registry = discovered_registry(parsed.extensions_dir, strict=bool(values.get("strict_modules")))
         with RedactedLogs():  # every transport: no credential in a log line (the HTTP app's lifespan does it too)
-            serve(registry, transport=transport, **values)
+            if worker_count(values.get("workers", 1)) > 1:
+                del registry  # discovered to refuse a broken directory now; each worker discovers its own
+                serve_workers(parsed.extensions_dir, values, transport=transport)
+            else:
+                serve(registry, transport=transport, **values)
     except (DiscoveryError, ModuleProblemsError) as exc:
         _fail(str(exc), EXIT_STARTUP)
     except SettingError as exc:

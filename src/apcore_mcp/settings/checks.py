@@ -16,6 +16,7 @@ from apcore_mcp.settings.limits import check_limits, check_traffic
 from apcore_mcp.settings.logs import check_logs
 from apcore_mcp.settings.needs import check_needs
 from apcore_mcp.settings.network import check_network
+from apcore_mcp.settings.option import set_field
 from apcore_mcp.settings.protocol import check_protocol
 from apcore_mcp.settings.replicas import check_replicas
 from apcore_mcp.settings.service import check_service
@@ -24,6 +25,10 @@ from apcore_mcp.settings.upstreams import check_upstreams
 
 def _check_replicas(s: SettingsFields) -> None:
     check_replicas(s, dynamic=s.dynamic)
+    if s.workers > 1:
+        # A handshake-era session lives in the memory of the worker that opened it, and the kernel
+        # hands each connection to any worker: several workers serve those clients stateless.
+        set_field(s, "stateless", True)
 
 
 def _check_auth(s: SettingsFields) -> None:

@@ -1,17 +1,28 @@
-"""What several replicas of the server share: the Redis they meet in, and registry changes broadcast there."""
+"""Several processes of one service: worker processes on one machine, and replicas behind a balancer
+sharing Redis (with registry changes broadcast there)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 
-from apcore_mcp.settings.option import SettingError, option
+from apcore_mcp.settings.option import SettingError, option, set_field
+
+MAX_WORKERS = 256
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReplicaSettings:
+    workers: int = option(
+        1,
+        "worker processes serving one port, sharing approvals, tasks and rate limits in a private store "
+        "(`auto`: the CPUs this process may use); with more than one, 2025-11-25 clients are served stateless",
+        group="replicas",
+        metavar="N",
+    )
     redis_url: str | None = option(
         None,
         "Redis shared by the replicas (`redis://`, `rediss://` or `unix://`; needs `apcore-mcp[redis]`); "
@@ -32,8 +43,30 @@ class ReplicaSettings:
     )
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform says), at least one."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else (os.cpu_count() or 1))
+
+
+def worker_count(value: object) -> int:
+    """``workers`` as a number: a whole number from 1 to ``MAX_WORKERS``, or ``auto``.
+
+    Raises:
+        SettingError: anything else.
+    """
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return min(usable_cpus(), MAX_WORKERS)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise SettingError("workers", f"workers must be a whole number from 1 to {MAX_WORKERS}, or auto; got {value!r}")
+    return value
+
+
 def check_replicas(s: ReplicaSettings, *, dynamic: bool) -> None:
     """``dynamic``: the registry is followed live, which is what ``broadcast_changes`` broadcasts."""
+    set_field(s, "workers", worker_count(s.workers))
     if s.redis_url is not None:
         if not isinstance(s.redis_url, str) or not s.redis_url.startswith(REDIS_SCHEMES):
             raise SettingError("redis_url", f"redis_url must start with one of: {', '.join(REDIS_SCHEMES)}")

@@ -120,11 +120,12 @@ class ExecuteGate:
     file only its owner can read, whose path is logged.
     """
 
-    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+    def __init__(self, settings: Settings, *, authenticated: bool = False, made: str | None = None) -> None:
+        """``made``: the token to use when none is configured (several workers share one), else random."""
         # With authentication on, the auth middleware already demands the caller's own token.
         self.enabled = settings.explorer and settings.allow_execute and not authenticated
         self.configured = settings.execute_token is not None
-        self.token = settings.execute_token or secrets.token_urlsafe(32)
+        self.token = settings.execute_token or made or secrets.token_urlsafe(32)
         self.exposed = False
         self._announced = False
         if self.enabled and not self.configured and not settings.is_loopback:
