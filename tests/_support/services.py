@@ -32,17 +32,28 @@ STARTUP_SECONDS = 30
 # -- the service, started as documented --------------------------------------------------------
 
 
-def readme_command() -> tuple[dict[str, str], list[str]]:
-    """The variables and the argv of the documented ``uvicorn app:create_app --factory`` command line."""
+def documented_command(needle: str, *, workers: bool = False) -> tuple[dict[str, str], list[str]]:
+    """The variables and the argv of the one command line of docs/service.md's bash blocks holding
+    ``needle`` (``workers``: the one running several workers, else the one that does not)."""
     blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", SERVICE_PAGE.read_text(), re.DOTALL)
-    lines = [line for block in blocks for line in block.splitlines() if "uvicorn app:create_app --factory" in line]
-    assert len(lines) == 1, f"{SERVICE_PAGE.name}: expected one uvicorn command line in a bash block, found {lines}"
+    lines = [
+        line
+        for block in blocks
+        for line in block.splitlines()
+        if needle in line and ("--workers" in line) == workers
+    ]
+    assert len(lines) == 1, f"{SERVICE_PAGE.name}: expected one {needle!r} command line in a bash block, found {lines}"
     words = shlex.split(lines[0])
     variables: dict[str, str] = {}
     while "=" in words[0] and not words[0].startswith("-"):
         name, _, value = words.pop(0).partition("=")
         variables[name] = value
     return variables, words
+
+
+def readme_command() -> tuple[dict[str, str], list[str]]:
+    """The variables and the argv of the documented ``uvicorn app:create_app --factory`` command line."""
+    return documented_command("uvicorn app:create_app --factory")
 
 
 def _set_option(argv: list[str], name: str, value: str) -> None:

@@ -1,0 +1,161 @@
+"""Attacks on the seams between workers and the features they share (``apcore-mcp --workers 2``).
+
+Each request opens a connection of its own, so the kernel may hand it to either worker; where a
+guarantee would hold on one worker only, the attack sends enough requests at once to reach both:
+a replayed approval, a burst past the rate limit, calls past the concurrency cap, another
+caller's task, an approval asked of a handshake-era client, and the sealing key the supervisor
+made (it must not reach a log). Each server is our CLI in a process group, stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import mcp.types as types
+from mcp import Client
+
+from apcore_mcp.testing import RunningServer, apcore_server, start_server
+
+from tests._support.replicas import EXTENSIONS, modern_call
+from tests._support.tasks import Wire
+
+TASKS = Path(__file__).resolve().parents[1] / "task_extensions"
+APPROVE = {"action": "accept", "content": {"approve": True}}
+RATE_LIMITED = -32010
+OVERLOADED = -32011
+AT_ONCE = 8
+
+
+@contextlib.contextmanager
+def workers(workdir: Path, *args: str, extensions: Path = EXTENSIONS) -> Iterator[RunningServer]:
+    server = start_server(apcore_server(extensions, "--workers", "2", *args), "streamable-http", workdir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def base_of(server: RunningServer) -> str:
+    assert server.base_url is not None
+    return server.base_url
+
+
+async def at_once(base: str, count: int, name: str, arguments: dict[str, Any], **more: Any) -> list[dict[str, Any]]:
+    """``count`` calls sent together, each on a connection of its own."""
+    return list(
+        await asyncio.gather(*(asyncio.to_thread(modern_call, base, name, arguments, **more) for _ in range(count)))
+    )
+
+
+async def test_a_replay_sent_to_both_workers_at_once_runs_once(tmp_path: Path) -> None:
+    with workers(tmp_path) as server:
+        base = base_of(server)
+        asked = modern_call(base, "replica.purge", {"target": "t"})["result"]
+        (key,) = asked["inputRequests"]
+        answers = await at_once(
+            base,
+            AT_ONCE,
+            "replica.purge",
+            {"target": "t"},
+            request_state=asked["requestState"],
+            input_responses={key: APPROVE},
+        )
+    ran = [answer for answer in answers if not answer["result"].get("isError")]
+    assert len(ran) == 1, answers
+
+
+async def test_a_burst_on_both_workers_gets_one_machines_limit(tmp_path: Path) -> None:
+    with workers(tmp_path, "--rate-limit", "0.01", "--rate-burst", "3") as server:
+        answers = await at_once(base_of(server), 10, "replica.echo", {"text": "x"})
+    admitted = [answer for answer in answers if "result" in answer]
+    assert len(admitted) == 3, answers
+    assert all(answer["error"]["code"] == RATE_LIMITED for answer in answers if "error" in answer)
+
+
+async def test_the_concurrency_cap_holds_for_the_machine(tmp_path: Path) -> None:
+    with workers(tmp_path, "--max-concurrent-calls", "2", "--max-caller-share", "1") as server:
+        answers = await at_once(base_of(server), 6, "replica.slow", {"text": "x", "ms": 1500})
+    admitted = [answer for answer in answers if "result" in answer]
+    refused = [answer for answer in answers if answer.get("error", {}).get("code") == OVERLOADED]
+    assert len(admitted) <= 2 and len(admitted) + len(refused) == 6, answers  # one worker alone would admit 2
+
+
+async def test_another_callers_task_is_unknown_on_every_worker(tmp_path: Path) -> None:
+    with workers(tmp_path, extensions=TASKS) as server:
+        owner, stranger = Wire(base_of(server)), Wire(base_of(server), source="127.0.0.2")
+        created = (await owner.call("jobs.long", {"steps": 200, "delay": 0.05}))["result"]
+        task = {"taskId": created["taskId"]}
+        looks = [await stranger.rpc("tasks/get", task) for _ in range(6)]
+        cancels = [await stranger.rpc("tasks/cancel", task) for _ in range(4)]
+        still = (await owner.rpc("tasks/get", task))["result"]["status"]
+    assert all(answer["error"]["code"] == -32602 for answer in [*looks, *cancels]), [*looks, *cancels]
+    assert still == "working"
+
+
+async def test_an_approval_is_never_granted_to_a_handshake_client(tmp_path: Path) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def yes(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    with workers(tmp_path) as server, anyio.fail_after(30):
+        async with Client(f"{base_of(server)}/mcp", mode="legacy", cache=None, elicitation_callback=yes) as client:
+            result = await client.call_tool("replica.purge", {"target": "t"})
+    assert result.is_error, result
+    assert "stateless" in str(result.content[0]), result.content
+    assert asked == []  # no channel back: nobody was asked, so nothing could be approved
+
+
+def test_the_sealing_key_is_private_and_never_logged(tmp_path: Path) -> None:
+    with workers(tmp_path, "--log-level", "DEBUG") as server:
+        modern_call(base_of(server), "replica.echo", {"text": "x"})  # both eras' code paths ran
+        httpx.get(f"{base_of(server)}/health", timeout=10)
+        databases = list(store_files(server))
+        assert len(databases) == 1, databases
+        database = databases[0]
+        assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(database.stat().st_mode) & 0o077 == 0
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            secrets_kept = [str(value) for (value,) in db.execute("SELECT value FROM secrets")]
+        output = server.output()
+    assert secrets_kept and all(len(key) >= 32 for key in secrets_kept)
+    assert not any(key in output for key in secrets_kept)
+
+
+def store_files(server: RunningServer) -> Iterator[Path]:
+    """The workers' store: the directory named after their supervisor (this server's process)."""
+    from apcore_mcp._hosts import supervisor_key
+    from apcore_mcp.replicas.machine.store import private_directory
+
+    assert server.process is not None
+    directory = private_directory(supervisor_key(server.process.pid))
+    yield from directory.glob("*.sqlite3")
+
+
+async def test_every_2026_input_round_crosses_workers(tmp_path: Path) -> None:
+    """A 2026-07-28 client keeps every feature: its input round crosses workers (one key ring)."""
+    with workers(tmp_path) as server:
+        base = base_of(server)
+        rounds = []
+        for _ in range(4):
+            asked = modern_call(base, "replica.purge", {"target": "r"})["result"]
+            (key,) = asked["inputRequests"]
+            rounds.append(
+                modern_call(
+                    base,
+                    "replica.purge",
+                    {"target": "r"},
+                    request_state=asked["requestState"],
+                    input_responses={key: APPROVE},
+                )
+            )
+    assert all(not answer["result"].get("isError") for answer in rounds), rounds

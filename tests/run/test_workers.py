@@ -1,0 +1,220 @@
+"""``apcore-mcp --workers 2``: two worker processes of our CLI on one port, every feature across them.
+
+Each request here opens a connection of its own, so the kernel hands it to either worker; the
+modules name the process that ran them (``os.getpid()``), so a test sees both workers answer.
+What one worker remembers alone would break here: a round sealed by one and retried on the
+other, an approval replayed on the other, a task read or cancelled on the other, a rate limit
+counted per worker. Processes are stopped by their process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from apcore_mcp.testing import RunningServer, apcore_server, start_server
+
+from tests._support.replicas import EXTENSIONS, modern_call, structured
+from tests._support.tasks import HANDSHAKE, Wire
+from tests._support.workers import children_of, pids_answering, wait_for
+
+TASKS = Path(__file__).resolve().parents[1] / "task_extensions"
+APPROVE = {"action": "accept", "content": {"approve": True}}
+RATE_LIMITED = -32010
+
+
+@contextlib.contextmanager
+def workers(workdir: Path, *args: str, extensions: Path = EXTENSIONS) -> Iterator[RunningServer]:
+    server = start_server(apcore_server(extensions, "--workers", "2", *args), "streamable-http", workdir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with workers(tmp_path_factory.mktemp("workers"), "--shutdown-timeout", "2") as server:
+        yield server
+
+
+def base_of(server: RunningServer) -> str:
+    assert server.base_url is not None
+    return server.base_url
+
+
+def test_both_workers_answer_2026_calls(pair: RunningServer) -> None:
+    seen = pids_answering(lambda: structured_call(base_of(pair), "replica.echo", {"text": "x"})["replica"])
+    assert len(seen) == 2
+    assert children_of(pair) == seen  # the supervisor's two children, no one else
+
+
+async def test_handshake_clients_are_served_stateless_whatever_worker_they_reach(pair: RunningServer) -> None:
+    async def one(index: int) -> str:
+        async with Client(f"{base_of(pair)}/mcp", mode="legacy", cache=None) as client:
+            assert client.session.protocol_version == HANDSHAKE
+            assert "replica.echo" in {tool.name for tool in (await client.list_tools()).tools}
+            answer = structured(await client.call_tool("replica.echo", {"text": f"h{index}"}))
+            assert answer["text"] == f"h{index}"
+            return str(answer["replica"])
+
+    with anyio_deadline(60):
+        answered = await asyncio.gather(*(one(index) for index in range(10)))
+    assert set(answered) <= children_of(pair)
+
+
+async def test_an_approval_asked_on_one_worker_is_answered_once_on_any(pair: RunningServer) -> None:
+    base = base_of(pair)
+    asked = modern_call(base, "replica.purge", {"target": "t"})["result"]
+    (key,) = asked["inputRequests"]
+    answers = [
+        modern_call(
+            base, "replica.purge", {"target": "t"}, request_state=asked["requestState"], input_responses={key: APPROVE}
+        )
+        for _ in range(8)
+    ]
+    ran = [answer for answer in answers if not answer["result"].get("isError")]
+    assert len(ran) == 1, answers  # the round's state opens on both workers; it approves once
+    refused = [answer["result"] for answer in answers if answer["result"].get("isError")]
+    assert all("already used" in block["text"] for result in refused for block in result["content"]), refused
+
+
+async def test_a_task_is_read_and_cancelled_on_either_worker(tmp_path: Path) -> None:
+    with workers(tmp_path, "--task-lease", "1.5", extensions=TASKS) as server:
+        wire = Wire(base_of(server))
+        marker = tmp_path / "long"
+        created = (await wire.call("jobs.long", {"steps": 1000, "delay": 0.05, "marker": str(marker)}))["result"]
+        task_id = created["taskId"]
+        states = [(await wire.rpc("tasks/get", {"taskId": task_id}))["result"]["status"] for _ in range(8)]
+        assert set(states) == {"working"}, states
+        assert (await wire.rpc("tasks/cancel", {"taskId": task_id}))["result"]["resultType"] == "complete"
+        cancelled = marker.with_suffix(".cancelled")
+        await wait_for(cancelled.exists, 10, "the running worker cancelled the work")
+        assert cancelled.read_text() == "True"
+        states = [(await wire.rpc("tasks/get", {"taskId": task_id}))["result"]["status"] for _ in range(6)]
+        assert set(states) == {"cancelled"}, states
+        done = (await wire.call("jobs.long", {"steps": 2, "delay": 0.05}))["result"]
+        finals = set()
+        for _ in range(40):
+            result = (await wire.rpc("tasks/get", {"taskId": done["taskId"]}))["result"]
+            finals.add(result["status"])
+            if result["status"] == "completed":
+                assert result["result"]["structuredContent"]["done"] == 2
+                break
+            await asyncio.sleep(0.1)
+        assert "completed" in finals
+
+
+def test_one_rate_limit_for_the_machine(tmp_path: Path) -> None:
+    with workers(tmp_path, "--rate-limit", "0.01", "--rate-burst", "4") as server:
+        answers = [modern_call(base_of(server), "replica.echo", {"text": str(i)}) for i in range(12)]
+        pids = {answer["result"]["structuredContent"]["replica"] for answer in answers if "result" in answer}
+    admitted = [answer for answer in answers if "result" in answer]
+    limited = [answer for answer in answers if answer.get("error", {}).get("code") == RATE_LIMITED]
+    assert (len(admitted), len(limited)) == (4, 8), answers
+    assert pids  # admitted calls ran
+
+
+def test_a_killed_worker_is_replaced_and_the_other_keeps_serving(tmp_path: Path) -> None:
+    with workers(tmp_path) as server:
+        base = base_of(server)
+        before = pids_answering(lambda: structured_call(base, "replica.echo", {"text": "x"})["replica"])
+        victim = sorted(before)[0]
+        os.kill(int(victim), signal.SIGKILL)
+        answers = [structured_call(base, "replica.echo", {"text": str(i)}) for i in range(10)]
+        assert all(answer["text"] == str(i) for i, answer in enumerate(answers))
+        wait_for_sync(lambda: len(children_of(server)) == 2 and victim not in children_of(server), 20, "a new worker")
+        after = pids_answering(lambda: structured_call(base, "replica.echo", {"text": "y"})["replica"])
+    assert victim not in after and len(after) == 2
+
+
+def test_sigterm_lets_calls_in_flight_finish_then_stops_every_worker(tmp_path: Path) -> None:
+    with workers(tmp_path, "--shutdown-timeout", "5") as server:
+        base = base_of(server)
+        assert server.process is not None
+        children = children_of(server)
+        with httpx.Client(timeout=30) as client:
+            pending = concurrent_slow_call(base, 1500)
+            time.sleep(0.5)  # the call is running in a worker
+            server.process.send_signal(signal.SIGTERM)
+            answer = pending()
+            assert server.process.wait(timeout=15) == 0
+            with pytest.raises(httpx.ConnectError):
+                client.get(f"{base}/health")
+    assert answer["result"]["structuredContent"]["text"] == "slow"
+    assert all(not Path(f"/proc/{pid}").exists() for pid in children)
+
+
+def test_the_legacy_sse_transport_is_refused_clearly(pair: RunningServer) -> None:
+    response = httpx.get(f"{base_of(pair)}/sse", timeout=10)
+    assert response.status_code == 501
+    assert "worker processes" in response.text and "/mcp" in response.text
+
+
+def test_the_start_says_once_what_workers_change(pair: RunningServer) -> None:
+    lines = [line for line in pair.output().splitlines() if "workers serve this port" in line]
+    assert len(lines) == 1, pair.output()
+    assert "stateless" in lines[0] and "2025-11-25" in lines[0]
+
+
+def structured_call(base: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    answer = modern_call(base, name, arguments)
+    assert "result" in answer and not answer["result"].get("isError"), answer
+    return dict(answer["result"]["structuredContent"])
+
+
+def concurrent_slow_call(base: str, ms: int) -> Any:
+    """Start one slow call in a thread; the returned function waits for its answer."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(modern_call, base, "replica.slow", {"text": "slow", "ms": ms})
+    pool.shutdown(wait=False)
+    return future.result
+
+
+def wait_for_sync(check: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds}s: {what}"
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def anyio_deadline(seconds: float) -> Iterator[None]:
+    import anyio
+
+    with anyio.fail_after(seconds):
+        yield
+
+
+def test_metrics_on_any_worker_count_the_machine(tmp_path: Path) -> None:
+    with workers(tmp_path) as server:
+        base = base_of(server)
+        calls = 12
+        ran_on = {structured_call(base, "replica.echo", {"text": str(i)})["replica"] for i in range(calls)}
+        time.sleep(1.5)  # each worker publishes its part every second
+        totals = [echo_calls(httpx.get(f"{base}/metrics", timeout=10).text) for _ in range(6)]
+    assert len(ran_on) == 2  # both workers ran some of them
+    assert totals == [calls] * 6  # whichever worker answered the scrape
+
+
+def echo_calls(exposition: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == "apcore_mcp_tool_calls_total" and sample.labels.get("tool") == "replica.echo"
+    )
