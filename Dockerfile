@@ -1,4 +1,4 @@
-# apcore-mcp as a container: uvicorn serving app:create_app (settings from APCORE_MCP_* env).
+# apcore-mcp as a container: the apcore-mcp command, every setting from APCORE_MCP_* env.
 #
 #   docker build -t apcore-mcp .
 #   docker run --rm -p 127.0.0.1:8000:8000 apcore-mcp
@@ -34,14 +34,20 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     APCORE_MCP_HOST=0.0.0.0 \
-    APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions
+    APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions \
+    APCORE_MCP_WORKERS=1
+# APCORE_MCP_WORKERS: one process uses one core. For more, set a number, or `auto`: the CPUs the
+# container may run on (its cpuset; a --cpus quota does not lower it). The worker processes share
+# one port and their state (docs/workers.md says what changes with several).
 USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
-# --no-proxy-headers: the app names the client from X-Forwarded-For/Forwarded itself, believing
-# only APCORE_MCP_FORWARDED_ALLOW_IPS (unset here: the socket peer is the client). uvicorn's own
-# rewrite would trust any loopback peer.
-# --http: uvicorn's httptools protocol (the speed extra) with a deadline on request headers
-# (APCORE_MCP_HEADER_TIMEOUT) and their size bound; asyncio's loop, not uvloop (docs/performance.md says why).
-CMD ["uvicorn", "app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "5", "--no-access-log", "--loop", "asyncio", "--http", "apcore_mcp.run.protocol:TimedHttpToolsProtocol"]
+# The CLI's server, as the uvicorn flags used to give it: forwarded headers never rewritten by
+# uvicorn (the app names the client from X-Forwarded-For/Forwarded itself, believing only
+# APCORE_MCP_FORWARDED_ALLOW_IPS, unset here: the socket peer is the client), no access log,
+# asyncio's loop (APCORE_MCP_EVENT_LOOP; docs/performance.md says why not uvloop), httptools
+# (the speed extra, APCORE_MCP_HTTP_PARSER=auto) with a deadline on request headers
+# (APCORE_MCP_HEADER_TIMEOUT) and their size bound; on SIGTERM calls in flight get
+# APCORE_MCP_SHUTDOWN_TIMEOUT to finish, then streams end.
+CMD ["apcore-mcp", "--transport", "streamable-http", "--host", "0.0.0.0", "--port", "8000"]

@@ -6,6 +6,7 @@ Shared by ``test_deploy.py`` and ``test_replicas_*.py``; nginx runs from a confi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -13,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,16 @@ def clean_env() -> dict[str, str]:
 def log_tail(path: Path, lines: int = 40) -> str:
     text = path.read_text(errors="replace") if path.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> float | None:
+    """Seconds until ``proc`` exits, or None if it is still running after ``timeout``."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if proc.poll() is not None:
+            return time.monotonic() - start
+        await asyncio.sleep(0.05)
+    return None
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import re
@@ -29,7 +28,17 @@ import pytest
 import yaml
 from mcp import Client
 
-from apcore_mcp.testing import free_port
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.http.app import create_app
+from apcore_mcp.run.cli import Launch, parse_launch
+from apcore_mcp.run.protocol import TimedHttpToolsProtocol
+from apcore_mcp.run.protocol.timed import http_protocol
+from apcore_mcp.run.serve import build_settings
+from apcore_mcp.run.serving import STREAM_CLOSE_SECONDS, make_http_server
+from apcore_mcp.run.workers import DRAIN_MARGIN_SECONDS, worker_config
+from apcore_mcp.settings import Settings
+from apcore_mcp.settings.replicas import usable_cpus
+from apcore_mcp.testing import RunningServer, free_port
 
 from tests._support.deploy import (
     DOCKERFILE,
@@ -42,12 +51,14 @@ from tests._support.deploy import (
     image_env,
     log_tail,
     nginx_running,
-    option,
     point_nginx_conf,
     running,
+    wait_exit,
 )
+from tests._support.modules import make_executor
 from tests._support.processes import wait_ok
 from tests._support.sessions import Inbox, open_session
+from tests._support.workers import children_of
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
@@ -99,22 +110,36 @@ def test_dockerfile_final_stage_runs_the_app_as_non_root() -> None:
     assert env["APCORE_MCP_EXTENSIONS_DIR"] == "/app/examples/extensions"
 
 
-def test_dockerfile_cmd_is_uvicorn_factory_behind_a_proxy() -> None:
+def image_settings(**env: str) -> tuple[Launch, Settings]:
+    """What the image's CMD starts with: its flags over its ENV (and ``env``), as the CLI reads them."""
+    launch = parse_launch(image_cmd()[1:], {**image_env(), **env}, raising=True)
+    return launch, build_settings(launch.values)  # type: ignore[arg-type]  # checked by Settings
+
+
+def test_dockerfile_cmd_is_the_cli_with_every_setting_from_the_environment() -> None:
     cmd = image_cmd()
-    assert cmd[:3] == ["uvicorn", "app:create_app", "--factory"], cmd
-    assert option(cmd, "--host") == "0.0.0.0"
-    assert option(cmd, "--port") == "8000"
-    assert "--no-proxy-headers" in cmd  # the app names the client, from APCORE_MCP_FORWARDED_ALLOW_IPS only
-    assert float(option(cmd, "--timeout-graceful-shutdown")) <= 8
-    assert "--no-access-log" in cmd
-    # request headers timed, on httptools (the image installs the speed extra)
-    assert option(cmd, "--http") == "apcore_mcp.run.protocol:TimedHttpToolsProtocol"
+    assert cmd[0] == "apcore-mcp", cmd
+    # the address and the transport only: everything else (workers included) is APCORE_MCP_*
+    assert [arg for arg in cmd[1:] if arg.startswith("-")] == ["--transport", "--host", "--port"], cmd
+    launch, settings = image_settings()
+    assert launch.launch["transport"] == "streamable-http"
+    assert (settings.host, settings.port) == ("0.0.0.0", 8000)
+    assert launch.extensions_dir == REPO / "examples" / "extensions"
+    assert settings.workers == 1 and image_settings(APCORE_MCP_WORKERS="auto")[1].workers == usable_cpus()
+    assert settings.event_loop == "asyncio"
+    # request headers timed, on httptools (the image installs the speed extra: `auto` picks it)
+    assert http_protocol(settings.http_parser) is TimedHttpToolsProtocol
+    # docker stop kills after 10 s: calls drain, then streams close (several workers: uvicorn's bound)
+    assert settings.shutdown_timeout + max(STREAM_CLOSE_SECONDS, DRAIN_MARGIN_SECONDS) <= STOP_SECONDS
+    bridge = Bridge.build(make_executor(), settings)
+    for config in (make_http_server(create_app(bridge=bridge), bridge).config, worker_config(settings)):
+        # the app names the client, from APCORE_MCP_FORWARDED_ALLOW_IPS only; no access log
+        assert (config.proxy_headers, config.access_log, config.loop) == (False, False, "asyncio")
+        assert config.http is TimedHttpToolsProtocol
     # forwarded headers trusted from the proxy only: never "*"
-    trusted = [option(cmd, "--forwarded-allow-ips")] if any(a.startswith("--forwarded-allow-ips") for a in cmd) else []
-    env = final_stage().env()
     names = ("APCORE_MCP_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS", "UVICORN_FORWARDED_ALLOW_IPS")
-    trusted += [env[name] for name in names if name in env]
-    for value in trusted:
+    trusted = [value for name, value in final_stage().env().items() if name in names]
+    for value in [*trusted, *settings.forwarded_allow_ips]:
         assert "*" not in value, f"forwarded headers trusted from anyone: {value}"
 
 
@@ -280,21 +305,10 @@ def test_kubernetes_manifests() -> None:
 # --------------------------------------------------------------------------- processes
 
 
-async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> float | None:
-    """Seconds until ``proc`` exits, or None if it is still running after ``timeout``."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if proc.poll() is not None:
-            return time.monotonic() - start
-        await asyncio.sleep(0.05)
-    return None
-
-
 async def test_image_command_serves_examples_and_stops_on_sigterm(tmp_path: Path) -> None:
-    assert (REPO / "app" / "__init__.py").is_file(), "app/ (the uvicorn factory) does not exist yet"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = tmp_path / "uvicorn.log"
+    log = tmp_path / "server.log"
     with running(image_command(port), log, env=image_env()) as proc:
         health = wait_ok(f"{url}/health", proc, STARTUP_SECONDS, lambda: log_tail(log)).json()
         assert health["status"] == "ok"
@@ -327,6 +341,30 @@ async def test_image_command_serves_examples_and_stops_on_sigterm(tmp_path: Path
         assert stopped_after is not None, f"still running {STOP_SECONDS}s after SIGTERM:\n{log_tail(log)}"
         assert proc.returncode in (0, -signal.SIGTERM), log_tail(log)
         assert "Application shutdown complete" in log.read_text(), log_tail(log)
+
+
+async def test_image_command_serves_on_two_workers_from_the_environment(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    command, env = image_command(port), {**image_env(), "APCORE_MCP_WORKERS": "2"}
+    with running(command, log, env=env) as proc:
+        health = wait_ok(f"{url}/health", proc, STARTUP_SECONDS, lambda: log_tail(log)).json()
+        assert (health["status"], health["module_count"]) == ("ok", len(EXAMPLE_TOOLS))
+        server = RunningServer("streamable-http", command, env, str(REPO), tmp_path, process=proc)
+        workers = children_of(server)
+        assert len(workers) == 2, f"worker processes: {workers}\n{log_tail(log)}"
+        for _ in range(len(workers) + 1):  # a connection each: the kernel hands it to either worker
+            async with Client(f"{url}/mcp") as client:
+                result = await client.call_tool("text.stats", {"text": "two words"})
+            assert tool_result(result)[0]["words"] == 2, result
+        proc.send_signal(signal.SIGTERM)
+        stopped_after = await wait_exit(proc, STOP_SECONDS)
+        assert stopped_after is not None, f"still running {STOP_SECONDS}s after SIGTERM:\n{log_tail(log)}"
+        assert proc.returncode == 0, log_tail(log)
+    text = log.read_text()
+    assert "with 2 workers" in text and text.count("Application shutdown complete") == 2, text
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()], "a worker outlived its supervisor"
 
 
 # --------------------------------------------------------------------------- real nginx

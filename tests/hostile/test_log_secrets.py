@@ -79,7 +79,7 @@ async def send_secrets(url: str) -> None:
 @pytest.mark.parametrize("style", STYLES)
 async def test_no_secret_reaches_any_log_line(style: str, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    extra = ["--log-level", "debug"] if style != "cli" else []
+    extra = ["--log-level", "debug"] if style == "readme" else []  # uvicorn's own; the CLI's is APCORE_MCP_LOG_LEVEL
     with service(style, log, settings(tmp_path), extra) as (url, _):
         await send_secrets(url)
     text = log.read_text(errors="replace")

@@ -1,14 +1,18 @@
-"""The Docker image's command runs on an install without the ``speed`` extra (httptools, uvloop).
+"""The Docker image's command, and the protocol name uvicorn users pass, run without the ``speed``
+extra (httptools, uvloop).
 
-docs/deploy.md and docs/replicas.md install ``apcore-mcp[redis]``; the image's CMD names
-``--http apcore_mcp.run.protocol:TimedHttpToolsProtocol``, and without httptools
-uvicorn failed to import it and never started. Now the name falls back to the h11 protocol
-with one WARNING saying what to install. The extra is hidden from the child process by a
-``sitecustomize`` on its ``PYTHONPATH`` (this venv has it installed).
+docs/deploy.md and docs/replicas.md install ``apcore-mcp[redis]``. The image's CMD (``apcore-mcp``,
+``http_parser`` ``auto``) then serves on h11 and its start log says so. The name
+``apcore_mcp.run.protocol:TimedHttpToolsProtocol`` (``uvicorn --http``, docs/service.md) once failed
+to import, and uvicorn never started: it falls back to the h11 protocol with one WARNING saying
+what to install. The extra is hidden from each child process by a ``sitecustomize`` on its
+``PYTHONPATH`` (this venv has it installed).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from apcore_mcp.testing import free_port
@@ -42,18 +46,31 @@ sys.meta_path[:] = [Hide(finder) for finder in sys.meta_path]
 '''
 
 
-def test_the_image_command_starts_without_the_speed_extra(tmp_path: Path) -> None:
+def hidden_speed(tmp_path: Path) -> dict[str, str]:
+    """The image's environment, in which the speed extra is not installed."""
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "sitecustomize.py").write_text(HIDE_SPEED)
+    return {**image_env(), "PYTHONPATH": str(shim)}
+
+
+def test_the_image_command_starts_without_the_speed_extra(tmp_path: Path) -> None:
     port = free_port()
-    log = tmp_path / "uvicorn.log"
-    env = {**image_env(), "PYTHONPATH": str(shim)}
-    with running(image_command(port), log, env=env) as proc:
+    log = tmp_path / "server.log"
+    with running(image_command(port), log, env=hidden_speed(tmp_path)) as proc:
         health = wait_ok(f"http://127.0.0.1:{port}/health", proc, STARTUP_SECONDS, lambda: log_tail(log))
         assert health.json()["status"] == "ok"
     text = log.read_text()
-    warnings = [line for line in text.splitlines() if "httptools is not installed" in line]
-    assert len(warnings) == 1, text
-    assert "pip install 'apcore-mcp[speed]'" in warnings[0]
+    assert "HTTP on the h11 parser" in text, text
     assert "No module named 'httptools'" not in text
+
+
+def test_the_httptools_protocol_name_is_h11_and_says_what_to_install(tmp_path: Path) -> None:
+    code = "from apcore_mcp.run.protocol import TimedH11Protocol, TimedHttpToolsProtocol as P; print(P is TimedH11Protocol)"
+    found = subprocess.run(
+        [sys.executable, "-c", code], env=hidden_speed(tmp_path), capture_output=True, text=True, timeout=30
+    )
+    assert found.stdout.strip() == "True", found.stderr
+    warnings = [line for line in found.stderr.splitlines() if "httptools is not installed" in line]
+    assert len(warnings) == 1, found.stderr
+    assert "pip install 'apcore-mcp[speed]'" in warnings[0]
