@@ -1,0 +1,215 @@
+"""The workers' SQLite store (``replicas/machine``) raced by real processes on one database.
+
+Each case starts processes with ``multiprocessing`` (spawn, as uvicorn's workers), lets them act
+on one store at the same moment (a barrier), and reads what each got; every process is joined,
+or killed past its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apcore_mcp.calls.used_approvals import UsedApprovalsUnavailable
+from apcore_mcp.replicas.machine.approvals import MachineUsedApprovals
+from apcore_mcp.replicas.machine.buckets import MachineBuckets
+from apcore_mcp.replicas.machine.store import MachineStore, private_directory
+from apcore_mcp.replicas.machine.tasks import MachineTaskStore
+from apcore_mcp.tasks.records import TaskRecord
+
+PROCESSES = 4
+JOIN_SECONDS = 20.0
+CONTEXT = multiprocessing.get_context("spawn")
+
+
+def race(target: Callable[..., None], directory: Path, count: int = PROCESSES, *args: Any) -> list[Any]:
+    """Run ``target(directory, barrier, results, *args)`` in ``count`` processes at once; what they put."""
+    barrier = CONTEXT.Barrier(count)
+    results = CONTEXT.Queue()
+    processes = [CONTEXT.Process(target=target, args=(directory, barrier, results, *args)) for _ in range(count)]
+    for process in processes:
+        process.start()
+    try:
+        found = [results.get(timeout=JOIN_SECONDS) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=JOIN_SECONDS)
+            if process.is_alive():
+                process.kill()
+                process.join()
+    return found
+
+
+def claim_once(directory: Path, barrier: Any, results: Any) -> None:
+    store = MachineStore.open(directory)
+    store.one("SELECT count(*) FROM approvals")  # in use, as a serving worker's connection is
+    # What a worker does besides: a second connection opened and closed in the same process
+    # (the start-up's key and announcement) must leave this one on the shared database.
+    MachineStore.open(directory).close()
+    barrier.wait()
+    results.put(asyncio.run(MachineUsedApprovals(store).claim(b"d" * 32, 60)))
+
+
+def take_tokens(directory: Path, barrier: Any, results: Any, takes: int) -> None:
+    buckets = MachineBuckets(MachineStore.open(directory))
+    barrier.wait()
+
+    async def all_takes() -> int:
+        return sum([await buckets.take("caller", 0.001, 5, 0.0) == 0.0 for _ in range(takes)])
+
+    results.put(asyncio.run(all_takes()))
+
+
+def make_secret(directory: Path, barrier: Any, results: Any) -> None:
+    store = MachineStore.open(directory)
+    barrier.wait()
+    results.put(store.shared_secret("key", lambda: os.urandom(16).hex()))
+
+
+def first_to_say(directory: Path, barrier: Any, results: Any) -> None:
+    store = MachineStore.open(directory)
+    barrier.wait()
+    results.put(store.first("announced"))
+
+
+def test_one_process_of_many_gets_an_approval(tmp_path: Path) -> None:
+    assert sorted(race(claim_once, tmp_path)) == [False] * (PROCESSES - 1) + [True]
+
+
+def test_a_burst_taken_by_several_processes_is_one_bucket(tmp_path: Path) -> None:
+    assert sum(race(take_tokens, tmp_path, 2, 6)) == 5  # burst 5, nearly no refill: 5 of 12 takes
+
+
+def test_every_process_gets_the_secret_the_first_made(tmp_path: Path) -> None:
+    values = race(make_secret, tmp_path)
+    assert len(set(values)) == 1 and len(values[0]) == 32
+
+
+def test_one_process_is_first(tmp_path: Path) -> None:
+    assert sorted(race(first_to_say, tmp_path)) == [False] * (PROCESSES - 1) + [True]
+
+
+def test_an_approval_expires_and_a_full_record_refuses(tmp_path: Path) -> None:
+    clock = [100.0]
+    record = MachineUsedApprovals(MachineStore.open(tmp_path), max_entries=2, clock=lambda: clock[0])
+
+    async def run() -> None:
+        assert await record.claim(b"a", 5) and not await record.claim(b"a", 5)
+        assert await record.claim(b"b", 5)
+        with pytest.raises(UsedApprovalsUnavailable):
+            await record.claim(b"c", 5)
+        clock[0] += 6  # both expired: room again, and "a" may be claimed anew
+        assert await record.claim(b"a", 5) and await record.claim(b"c", 5)
+
+    asyncio.run(run())
+
+
+# -- tasks across processes ---------------------------------------------------------------------
+
+
+def new_record(task_id: str, ttl_ms: int = 60_000) -> TaskRecord:
+    return TaskRecord(task_id=task_id, owner="o", tool="t", ttl_ms=ttl_ms, poll_ms=100)
+
+
+def task_worker(directory: Path, barrier: Any, results: Any) -> None:
+    """Another worker: reads the task, marks it cancelled, watches it end."""
+    store = MachineTaskStore(MachineStore.open(directory), max_count=10, max_bytes=100_000)
+
+    async def run() -> tuple[str | None, list[str]]:
+        ended: list[str] = []
+        watching = asyncio.ensure_future(store.watch_ends(ended.append))
+        await asyncio.sleep(0.3)  # watching from before the end
+        barrier.wait()
+        seen = await store.get("t1")
+        await store.request_cancel("t1")
+        deadline = time.monotonic() + 10
+        while not ended and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        watching.cancel()
+        return (seen.status if seen else None), ended
+
+    results.put(asyncio.run(run()))
+
+
+def test_a_task_is_read_cancelled_and_ended_across_processes(tmp_path: Path) -> None:
+    store = MachineTaskStore(MachineStore.open(tmp_path), max_count=10, max_bytes=100_000)
+    record = new_record("t1")
+    asyncio.run(store.create(record))
+    barrier = CONTEXT.Barrier(2)
+    results = CONTEXT.Queue()
+    other = CONTEXT.Process(target=task_worker, args=(tmp_path, barrier, results))
+    other.start()
+    try:
+        barrier.wait()
+
+        async def until_cancel_requested() -> None:
+            deadline = time.monotonic() + 10
+            while not await store.cancel_requested("t1"):
+                assert time.monotonic() < deadline, "the other process's cancellation never arrived"
+                await asyncio.sleep(0.05)
+            record.status = "cancelled"
+            await store.finish(record)
+            record.status, record.status_message = "working", "a late progress report"
+            await store.put(record)  # never undoes the end
+
+        asyncio.run(until_cancel_requested())
+        status, ended = results.get(timeout=JOIN_SECONDS)
+    finally:
+        other.join(timeout=JOIN_SECONDS)
+        if other.is_alive():
+            other.kill()
+            other.join()
+    assert (status, ended) == ("working", ["t1"])
+    final = asyncio.run(store.get("t1"))
+    assert final is not None and final.status == "cancelled" and final.status_message is None
+
+
+def test_the_task_store_is_bounded_and_frees_finished_tasks_first(tmp_path: Path) -> None:
+    store = MachineTaskStore(MachineStore.open(tmp_path), max_count=2, max_bytes=100_000)
+
+    async def run() -> None:
+        first, second = new_record("a"), new_record("b")
+        await store.create(first)
+        await store.create(second)
+        with pytest.raises(Exception, match="too many tasks"):
+            await store.create(new_record("c"))
+        first.status = "completed"
+        await store.finish(first)
+        await store.create(new_record("c"))  # the finished one made room
+        assert await store.get("a") is None and await store.get("b") is not None
+
+    asyncio.run(run())
+
+
+# -- the directory --------------------------------------------------------------------------------
+
+
+def test_the_directory_and_database_are_this_users_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    directory = private_directory("supervisor-1")
+    assert directory.parent.parent == tmp_path
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE(directory.parent.stat().st_mode) == 0o700
+    MachineStore.open(directory).close()
+    assert stat.S_IMODE((directory / "state.sqlite3").stat().st_mode) == 0o600
+
+
+def test_a_directory_open_to_others_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    planted = tmp_path / f"apcore-mcp-{os.getuid()}"
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)  # another user could have planted a database here
+    with pytest.raises(PermissionError, match="open to other users"):
+        private_directory("supervisor-1")
+    planted.chmod(0o700)
+    (planted / "supervisor-1").symlink_to(tmp_path)
+    with pytest.raises(PermissionError, match="not a directory of this user"):
+        private_directory("supervisor-1")
