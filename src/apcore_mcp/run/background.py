@@ -11,7 +11,7 @@ from apcore_mcp.bridge import Bridge, registry_of
 from apcore_mcp.http.app import create_app
 from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
-from apcore_mcp.run.serve import bound_settings, build_settings, warn_if_deprecated
+from apcore_mcp.run.serve import bound_settings, build_settings, one_process, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio
 from apcore_mcp.settings import SettingsOptions, configure_logging, normalize_transport
 from apcore_mcp.types import RegistryOrExecutor
@@ -42,6 +42,7 @@ class BackgroundServer:
         self._source = registry_or_executor
         self.transport = normalize_transport(transport)
         self.settings = build_settings(options)
+        one_process(self.settings, "BackgroundServer")
         self.port = self.settings.port
         self.bridge: Bridge | None = None
         self._thread: threading.Thread | None = None

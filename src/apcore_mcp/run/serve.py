@@ -45,6 +45,20 @@ def build_settings(options: SettingsOptions) -> Settings:
     return Settings(**values)
 
 
+def one_process(settings: Settings, runner: str) -> None:
+    """Refuse ``workers`` above 1 in a runner that serves in the caller's own process.
+
+    Raises:
+        ValueError: naming what runs several workers instead.
+    """
+    if settings.workers > 1:
+        raise ValueError(
+            f"workers={settings.workers}: {runner} serves in this one process; several workers each build "
+            "the app themselves: run `apcore-mcp --workers N`, or an app factory under "
+            "`uvicorn module:factory --factory --workers N` (docs/workers.md)"
+        )
+
+
 def serve(
     registry_or_executor: RegistryOrExecutor,
     *,
@@ -82,6 +96,7 @@ def serve(
     hooks = ServeHooks(on_startup=on_startup, on_shutdown=on_shutdown, metrics_collector=metrics_collector)
     transport = normalize_transport(transport)
     settings = build_settings(options)
+    one_process(settings, "serve()")
     configure_logging(settings.log_level)
     configure_tracing(os.environ)
     if transport == "stdio":
