@@ -9,6 +9,7 @@ and calls the factory) and gunicorn's worker, arbiter or application (their ``cf
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -41,19 +42,32 @@ def _workers_of(owner: object) -> int | None:
 
 
 def supervisor_key(supervisor: int | None = None) -> str:
-    """A name for a supervisor (default: this process's parent) that no later process will reuse.
+    """A name for a supervisor (default: this process's parent) and what it runs, that no other
+    supervisor and no later process will have.
 
-    The workers of one supervisor share state under it; a pid alone could be a dead supervisor's,
-    recycled, so its start time (in clock ticks since boot, Linux) goes with it.
+    ``<pid>-<start>-<command>``: a pid alone could be a dead supervisor's, recycled, so its start
+    time (clock ticks since boot, Linux) goes with it; and processes that merely share a parent
+    (services under one init, pid 1) differ by their command line and directory, which the workers
+    of one supervisor share (spawned workers get their parent's, forked ones keep theirs).
     """
     pid = os.getppid() if supervisor is None else supervisor
-    return f"{pid}-{_start_ticks(pid)}"
+    command = hashlib.sha256("\0".join([os.getcwd(), *sys.argv]).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{pid}-{_start_ticks(pid)}-{command[:16]}"
+
+
+def supervisor_gone(key: str) -> bool:
+    """Whether the supervisor ``key`` names has ended (its pid is gone or now another process's)."""
+    pid, _, rest = key.partition("-")
+    start = rest.partition("-")[0]
+    if not pid.isdigit() or start == "0":
+        return False  # not one of our names, or no procfs to tell
+    return _start_ticks(int(pid)) != start
 
 
 def _start_ticks(pid: int) -> str:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return "0"  # no procfs: the pid alone
+        return "gone" if Path("/proc/self/stat").exists() else "0"  # no procfs: the pid alone
     # The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
     return stat.rpartition(")")[2].split()[19]

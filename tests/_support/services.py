@@ -37,10 +37,7 @@ def documented_command(needle: str, *, workers: bool = False) -> tuple[dict[str,
     ``needle`` (``workers``: the one running several workers, else the one that does not)."""
     blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", SERVICE_PAGE.read_text(), re.DOTALL)
     lines = [
-        line
-        for block in blocks
-        for line in block.splitlines()
-        if needle in line and ("--workers" in line) == workers
+        line for block in blocks for line in block.splitlines() if needle in line and ("--workers" in line) == workers
     ]
     assert len(lines) == 1, f"{SERVICE_PAGE.name}: expected one {needle!r} command line in a bash block, found {lines}"
     words = shlex.split(lines[0])

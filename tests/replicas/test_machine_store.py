@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from apcore_mcp._hosts import supervisor_key
 from apcore_mcp.calls.used_approvals import UsedApprovalsUnavailable
 from apcore_mcp.replicas.machine.approvals import MachineUsedApprovals
 from apcore_mcp.replicas.machine.buckets import MachineBuckets
 from apcore_mcp.replicas.machine.store import MachineStore, private_directory
 from apcore_mcp.replicas.machine.tasks import MachineTaskStore
+from apcore_mcp.settings.replicas import usable_cpus
 from apcore_mcp.tasks.records import TaskRecord
 
 PROCESSES = 4
@@ -213,3 +215,24 @@ def test_a_directory_open_to_others_is_refused(tmp_path: Path, monkeypatch: pyte
     (planted / "supervisor-1").symlink_to(tmp_path)
     with pytest.raises(PermissionError, match="not a directory of this user"):
         private_directory("supervisor-1")
+
+
+def test_the_directories_of_ended_supervisors_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    live = supervisor_key(os.getpid())
+    pid, start, command = live.split("-")
+    ended = private_directory(f"{pid}-{int(start) + 1}-{command}")  # this pid, started at another time
+    (ended / "state.sqlite3").write_bytes(b"")
+    kept = private_directory(live)
+    assert kept.is_dir() and not ended.exists()
+
+
+def test_auto_workers_count_the_cgroups_cpu_quota(tmp_path: Path) -> None:
+    affinity = len(os.sched_getaffinity(0))
+    assert usable_cpus(tmp_path) == affinity  # no quota file: the CPUs it may run on
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(tmp_path) == affinity
+    (tmp_path / "cpu.max").write_text("50000 100000\n")  # docker run --cpus 0.5
+    assert usable_cpus(tmp_path) == 1
+    (tmp_path / "cpu.max").write_text(f"{affinity * 200000} 100000\n")  # a quota above the CPUs
+    assert usable_cpus(tmp_path) == affinity

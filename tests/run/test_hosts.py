@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from apcore_mcp._hosts import hosted_workers, supervisor_key
+from apcore_mcp._hosts import hosted_workers, supervisor_gone, supervisor_key
 from apcore_mcp.testing import free_port
 from apcore_mcp.testing.harness import stop_process_group
 
@@ -29,7 +29,7 @@ FACTORY = textwrap.dedent(
     import os
     from pathlib import Path
 
-    from apcore_mcp._hosts import hosted_workers, supervisor_key
+    from apcore_mcp._hosts import hosted_workers, supervisor_gone, supervisor_key
 
 
     async def app(scope, receive, send):
@@ -102,8 +102,18 @@ def test_outside_any_server_it_is_one() -> None:
 
 
 @pytest.mark.parametrize("pid", [None, 1])
-def test_a_supervisor_key_names_the_pid_and_its_start(pid: int | None) -> None:
+def test_a_supervisor_key_names_the_pid_its_start_and_its_command(pid: int | None) -> None:
     key = supervisor_key(pid)
-    number, _, start = key.partition("-")
+    number, start, command = key.split("-")
     assert int(number) == (pid if pid is not None else os.getppid())
-    assert start.isdigit()
+    assert start.isdigit() and len(command) == 16
+    assert not supervisor_gone(key)
+
+
+def test_a_supervisor_that_ended_or_whose_pid_was_reused_is_gone(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ended = int(done.stdout)
+    assert supervisor_gone(f"{ended}-123-abc")
+    pid, start, _command = supervisor_key(os.getpid()).split("-")
+    assert supervisor_gone(f"{pid}-{int(start) + 1}-abc")  # this pid, another start: a recycled pid
+    assert not supervisor_gone("not-a-key")

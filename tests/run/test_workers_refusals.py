@@ -10,6 +10,7 @@ from apcore import Registry
 
 from apcore_mcp import BackgroundServer, serve
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.replicas import usable_cpus
 
 from tests._support.deploy import REPO, clean_env
 from tests._support.replicas import EXTENSIONS
@@ -35,9 +36,7 @@ def test_a_worker_count_that_is_not_one_is_named(value: str) -> None:
 
 
 def test_auto_is_the_usable_cpus() -> None:
-    import os
-
-    assert Settings(workers="auto").workers == len(os.sched_getaffinity(0))  # type: ignore[arg-type]
+    assert Settings(workers="auto").workers == usable_cpus()
 
 
 def test_serve_and_background_server_run_one_process_and_say_what_runs_more() -> None:

@@ -4,12 +4,15 @@ sharing Redis (with registry changes broadcast there)."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from apcore_mcp.settings.option import SettingError, option, set_field
 
 MAX_WORKERS = 256
+CGROUP = Path("/sys/fs/cgroup")
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -19,7 +22,8 @@ class ReplicaSettings:
     workers: int = option(
         1,
         "worker processes serving one port, sharing approvals, tasks and rate limits in a private store "
-        "(`auto`: the CPUs this process may use); with more than one, 2025-11-25 clients are served stateless",
+        "(`auto`: the CPUs this process may use, its cgroup's CPU quota included); with more than one, "
+        "2025-11-25 clients are served stateless",
         group="replicas",
         metavar="N",
     )
@@ -43,10 +47,31 @@ class ReplicaSettings:
     )
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the platform says), at least one."""
+def usable_cpus(cgroup: Path = CGROUP) -> int:
+    """The CPUs this process may use, at least one: those it may run on (its affinity), fewer when
+    its cgroup has a CPU quota (``docker run --cpus``, a Kubernetes CPU limit), rounded up."""
     affinity = getattr(os, "sched_getaffinity", None)
-    return max(1, len(affinity(0)) if affinity is not None else (os.cpu_count() or 1))
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    quota = cpu_quota(cgroup)
+    return max(1, min(cpus, math.ceil(quota)) if quota is not None else cpus)
+
+
+def cpu_quota(cgroup: Path = CGROUP) -> float | None:
+    """The CPU quota of this process's cgroup in CPUs (``None``: none, or not Linux): cgroup v2's
+    ``cpu.max``, else v1's ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``."""
+    try:
+        quota, _, period = (cgroup / "cpu.max").read_text().partition(" ")
+    except OSError:
+        try:
+            quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text()
+            period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text()
+        except OSError:
+            return None
+    try:
+        value, every = float(quota), float(period)
+    except ValueError:  # "max": no quota
+        return None
+    return value / every if value > 0 and every > 0 else None
 
 
 def worker_count(value: object) -> int:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from apcore_mcp._hosts import supervisor_gone
 
 DATABASE = "state.sqlite3"
 BUSY_TIMEOUT_MS = 5000
@@ -101,13 +104,15 @@ def private_directory(key: str) -> Path:
     """``<runtime dir>/apcore-mcp-<uid>/<key>``, created with mode 0700.
 
     The runtime directory is ``$XDG_RUNTIME_DIR`` (a tmpfs of this user) when it exists, else the
-    temporary directory. Both levels must belong to this user and be closed to everyone else, or
-    ``PermissionError`` says which is not: another user could otherwise read the secrets or plant
-    a database.
+    temporary directory. The directories of supervisors that have ended go on the way. Both levels
+    must belong to this user and be closed to everyone else, or ``PermissionError`` says which is
+    not: another user could otherwise read the secrets or plant a database.
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) if runtime and Path(runtime).is_dir() else Path(tempfile.gettempdir())
     root = _private(base / f"apcore-mcp-{os.getuid()}")
+    for stale in [path for path in root.iterdir() if path.name != key and supervisor_gone(path.name)]:
+        shutil.rmtree(stale, ignore_errors=True)  # a supervisor that ended without removing it (uvicorn's)
     return _private(root / key)
 
 
