@@ -37,7 +37,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     APCORE_MCP_EXTENSIONS_DIR=/app/examples/extensions \
     APCORE_MCP_WORKERS=1
 # APCORE_MCP_WORKERS: one process uses one core. For more, set a number, or `auto`: the CPUs the
-# container may run on (its cpuset; a --cpus quota does not lower it). The worker processes share
+# container may use (its cpuset, or its --cpus quota rounded up). The worker processes share
 # one port and their state (docs/workers.md says what changes with several).
 USER 10001:10001
 EXPOSE 8000
