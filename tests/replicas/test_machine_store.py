@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import sqlite3
 import stat
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 
 from apcore_mcp._hosts import supervisor_key
+from apcore_mcp.calls.limits import MemoryBuckets
 from apcore_mcp.calls.used_approvals import UsedApprovalsUnavailable
 from apcore_mcp.replicas.machine.approvals import MachineUsedApprovals
 from apcore_mcp.replicas.machine.buckets import MachineBuckets
 from apcore_mcp.replicas.machine.store import MachineStore, private_directory
 from apcore_mcp.replicas.machine.tasks import MachineTaskStore
 from apcore_mcp.settings.replicas import usable_cpus
-from apcore_mcp.tasks.records import TaskRecord
+from apcore_mcp.tasks.records import TaskRecord, TaskStoreUnavailable
 
 PROCESSES = 4
 JOIN_SECONDS = 20.0
@@ -36,7 +37,9 @@ def race(target: Callable[..., None], directory: Path, count: int = PROCESSES, *
     """Run ``target(directory, barrier, results, *args)`` in ``count`` processes at once; what they put."""
     barrier = CONTEXT.Barrier(count)
     results = CONTEXT.Queue()
-    processes = [CONTEXT.Process(target=target, args=(directory, barrier, results, *args)) for _ in range(count)]
+    processes = [
+        CONTEXT.Process(target=reporting, args=(target, directory, barrier, results, *args)) for _ in range(count)
+    ]
     for process in processes:
         process.start()
     try:
@@ -48,6 +51,16 @@ def race(target: Callable[..., None], directory: Path, count: int = PROCESSES, *
                 process.kill()
                 process.join()
     return found
+
+
+def reporting(target: Callable[..., None], directory: Path, barrier: Any, results: Any, *args: Any) -> None:
+    """``target``, its error put as its result (the test then fails at once, saying it)."""
+    try:
+        target(directory, barrier, results, *args)
+    except BaseException as exc:
+        barrier.abort()
+        results.put(f"{type(exc).__name__}: {exc}")
+        raise
 
 
 def claim_once(directory: Path, barrier: Any, results: Any) -> None:
@@ -82,6 +95,31 @@ def first_to_say(directory: Path, barrier: Any, results: Any) -> None:
     results.put(store.first("announced"))
 
 
+def open_new(directory: Path, barrier: Any, results: Any, rounds: int) -> None:
+    """Every process opens each new database at once: it is created and switched to WAL by one."""
+    for round_ in range(rounds):
+        barrier.wait(timeout=JOIN_SECONDS)
+        MachineStore.open(directory / str(round_)).close()
+    results.put("opened")
+
+
+def fork_after_use(directory: Path, barrier: Any, results: Any) -> None:
+    """A process forked from one using a store (a pre-forking server) uses a connection of its own."""
+    store = MachineStore.open(directory)
+    approvals = MachineUsedApprovals(store)
+    asyncio.run(approvals.claim(b"p" * 32, 60))
+    inherited = store.connection
+    pid = os.fork()
+    if pid == 0:  # the child: only os._exit leaves it (no test machinery runs here)
+        fine = store.connection is not inherited
+        fine = fine and asyncio.run(approvals.claim(b"c" * 32, 60)) and not asyncio.run(approvals.claim(b"p" * 32, 60))
+        store.close()
+        os._exit(0 if fine else 1)
+    _, status = os.waitpid(pid, 0)
+    child = os.waitstatus_to_exitcode(status)
+    results.put((child, asyncio.run(approvals.claim(b"c" * 32, 60)), store.connection is inherited))
+
+
 def test_one_process_of_many_gets_an_approval(tmp_path: Path) -> None:
     assert sorted(race(claim_once, tmp_path)) == [False] * (PROCESSES - 1) + [True]
 
@@ -114,79 +152,36 @@ def test_an_approval_expires_and_a_full_record_refuses(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
-# -- tasks across processes ---------------------------------------------------------------------
+def test_many_processes_create_one_new_database_at_once(tmp_path: Path) -> None:
+    rounds = 12
+    for round_ in range(rounds):
+        (tmp_path / str(round_)).mkdir()
+    assert race(open_new, tmp_path, PROCESSES, rounds) == ["opened"] * PROCESSES
 
 
-def new_record(task_id: str, ttl_ms: int = 60_000) -> TaskRecord:
-    return TaskRecord(task_id=task_id, owner="o", tool="t", ttl_ms=ttl_ms, poll_ms=100)
+def test_a_forked_process_opens_its_own_connection(tmp_path: Path) -> None:
+    # The child's claims succeed on its own connection; the parent's connection still works after.
+    assert race(fork_after_use, tmp_path, 1) == [(0, False, True)]
 
 
-def task_worker(directory: Path, barrier: Any, results: Any) -> None:
-    """Another worker: reads the task, marks it cancelled, watches it end."""
-    store = MachineTaskStore(MachineStore.open(directory), max_count=10, max_bytes=100_000)
-
-    async def run() -> tuple[str | None, list[str]]:
-        ended: list[str] = []
-        watching = asyncio.ensure_future(store.watch_ends(ended.append))
-        await asyncio.sleep(0.3)  # watching from before the end
-        barrier.wait()
-        seen = await store.get("t1")
-        await store.request_cancel("t1")
-        deadline = time.monotonic() + 10
-        while not ended and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        watching.cancel()
-        return (seen.status if seen else None), ended
-
-    results.put(asyncio.run(run()))
-
-
-def test_a_task_is_read_cancelled_and_ended_across_processes(tmp_path: Path) -> None:
-    store = MachineTaskStore(MachineStore.open(tmp_path), max_count=10, max_bytes=100_000)
-    record = new_record("t1")
-    asyncio.run(store.create(record))
-    barrier = CONTEXT.Barrier(2)
-    results = CONTEXT.Queue()
-    other = CONTEXT.Process(target=task_worker, args=(tmp_path, barrier, results))
-    other.start()
-    try:
-        barrier.wait()
-
-        async def until_cancel_requested() -> None:
-            deadline = time.monotonic() + 10
-            while not await store.cancel_requested("t1"):
-                assert time.monotonic() < deadline, "the other process's cancellation never arrived"
-                await asyncio.sleep(0.05)
-            record.status = "cancelled"
-            await store.finish(record)
-            record.status, record.status_message = "working", "a late progress report"
-            await store.put(record)  # never undoes the end
-
-        asyncio.run(until_cancel_requested())
-        status, ended = results.get(timeout=JOIN_SECONDS)
-    finally:
-        other.join(timeout=JOIN_SECONDS)
-        if other.is_alive():
-            other.kill()
-            other.join()
-    assert (status, ended) == ("working", ["t1"])
-    final = asyncio.run(store.get("t1"))
-    assert final is not None and final.status == "cancelled" and final.status_message is None
-
-
-def test_the_task_store_is_bounded_and_frees_finished_tasks_first(tmp_path: Path) -> None:
-    store = MachineTaskStore(MachineStore.open(tmp_path), max_count=2, max_bytes=100_000)
+def test_a_store_locked_past_its_timeout_fails_closed_or_falls_back(tmp_path: Path) -> None:
+    store, holder = MachineStore.open(tmp_path), MachineStore.open(tmp_path)
+    store.connection.execute("PRAGMA busy_timeout = 20")
+    tasks = MachineTaskStore(store, max_count=10, max_bytes=100_000)
+    fallback = MemoryBuckets()
 
     async def run() -> None:
-        first, second = new_record("a"), new_record("b")
-        await store.create(first)
-        await store.create(second)
-        with pytest.raises(Exception, match="too many tasks"):
-            await store.create(new_record("c"))
-        first.status = "completed"
-        await store.finish(first)
-        await store.create(new_record("c"))  # the finished one made room
-        assert await store.get("a") is None and await store.get("b") is not None
+        with holder.writing():  # another worker stuck inside a transaction
+            with pytest.raises(UsedApprovalsUnavailable, match="store failed"):
+                await MachineUsedApprovals(store).claim(b"d" * 32, 60)
+            with pytest.raises(TaskStoreUnavailable, match="store failed"):
+                await tasks.create(TaskRecord(task_id="t", owner="o", tool="t", ttl_ms=60_000, poll_ms=100))
+            with pytest.raises(sqlite3.OperationalError):
+                await MachineBuckets(store).take("caller", 1.0, 1, 0.0)
+            buckets = MachineBuckets(store, fallback)
+            assert await buckets.take("caller", 0.001, 1, 0.0) == 0.0  # this worker's own bucket
+            assert await fallback.take("caller", 0.001, 1, 0.0) > 0  # ... which the take used
+        assert await MachineUsedApprovals(store).claim(b"d" * 32, 60)  # the store is back
 
     asyncio.run(run())
 

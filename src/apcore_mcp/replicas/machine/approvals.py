@@ -3,11 +3,14 @@
 A claim deletes the digest's expired row, then inserts it unless present, in one write
 transaction: of two workers claiming the same state at once exactly one inserts. Rows expire with
 the state's lifetime. Full (``MAX_ENTRIES`` unexpired rows, as the in-process record) refuses new
-approvals until some expire: forgetting one early would let its state be replayed.
+approvals until some expire: forgetting one early would let its state be replayed. A store that
+fails (locked past its busy timeout, a broken file) cannot tell either: both raise
+``UsedApprovalsUnavailable``, and the approval is refused.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 
@@ -26,6 +29,12 @@ class MachineUsedApprovals:
         self._clock = clock
 
     async def claim(self, digest: bytes, ttl: float) -> bool:
+        try:
+            return self._claim(digest, ttl)
+        except sqlite3.Error as exc:
+            raise UsedApprovalsUnavailable(f"the workers' store failed: {exc}") from exc
+
+    def _claim(self, digest: bytes, ttl: float) -> bool:
         with self.store.writing() as db:
             now = self._clock()
             db.execute("DELETE FROM approvals WHERE expires <= ?", (now,))

@@ -2,7 +2,8 @@
 
 A worker publishes its exposition every ``PUBLISH_SECONDS`` (and when it answers a scrape); a
 scrape reads every live worker's. A worker that died or stopped publishing for ``STALE_SECONDS``
-is left out (its counters leave the sum, as a restarted process's would).
+is left out (its counters leave the sum, as a restarted process's would), and its row is deleted
+by the next publication of any worker: the table holds the live workers' rows only.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class MachineMetrics:
 
     def publish(self, text: bytes) -> None:
         with self.store.writing() as db:
+            db.execute("DELETE FROM metrics WHERE at < ?", (time.monotonic() - STALE_SECONDS,))
             db.execute(
                 "INSERT INTO metrics (pid, at, text) VALUES (?, ?, ?) "
                 "ON CONFLICT (pid) DO UPDATE SET at = excluded.at, text = excluded.text",

@@ -35,8 +35,8 @@ class MachineState:
         await anyio.sleep_forever()
 
     def buckets(self, fallback: BucketStore | None = None) -> MachineBuckets:
-        """One bucket per caller for the machine (the store is local: it needs no fallback)."""
-        return MachineBuckets(self.store)
+        """One bucket per caller for the machine (``fallback``'s while the store fails)."""
+        return MachineBuckets(self.store, fallback)
 
     def tasks(self, max_record_bytes: int) -> MachineTaskStore:
         return MachineTaskStore(self.store, max_count=self.settings.task_max_count, max_bytes=max_record_bytes)
