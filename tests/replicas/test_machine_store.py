@@ -210,6 +210,21 @@ def test_a_directory_open_to_others_is_refused(tmp_path: Path, monkeypatch: pyte
     (planted / "supervisor-1").symlink_to(tmp_path)
     with pytest.raises(PermissionError, match="not a directory of this user"):
         private_directory("supervisor-1")
+    (planted / "supervisor-1").unlink()
+    (planted / "supervisor-1").mkdir(mode=0o700)
+    (planted / "supervisor-1").chmod(0o750)  # readable by the group: it could read the secrets
+    with pytest.raises(PermissionError, match="open to other users"):
+        private_directory("supervisor-1")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory to another user")
+def test_a_directory_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    planted = tmp_path / f"apcore-mcp-{os.getuid()}"
+    planted.mkdir(mode=0o700)
+    os.chown(planted, 65534, -1)  # nobody's, with the right mode
+    with pytest.raises(PermissionError, match="not a directory of this user"):
+        private_directory("supervisor-1")
 
 
 def test_the_directories_of_ended_supervisors_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
