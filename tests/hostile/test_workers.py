@@ -132,13 +132,12 @@ def test_the_sealing_key_is_private_and_never_logged(tmp_path: Path) -> None:
 
 
 def store_files(server: RunningServer) -> Iterator[Path]:
-    """The workers' store: the directory named after their supervisor (this server's process)."""
-    from apcore_mcp._hosts import supervisor_key
-    from apcore_mcp.replicas.machine.store import private_directory
+    """The workers' store: in the directory named after their supervisor (this server's process)."""
+    from apcore_mcp.replicas.machine.store import runtime_root
 
     assert server.process is not None
-    directory = private_directory(supervisor_key(server.process.pid))
-    yield from directory.glob("*.sqlite3")
+    for directory in runtime_root().glob(f"{server.process.pid}-*"):
+        yield from directory.glob("*.sqlite3")
 
 
 async def test_every_2026_input_round_crosses_workers(tmp_path: Path) -> None:

@@ -163,12 +163,17 @@ def private_directory(key: str) -> Path:
     must belong to this user and be closed to everyone else, or ``PermissionError`` says which is
     not: another user could otherwise read the secrets or plant a database.
     """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime and Path(runtime).is_dir() else Path(tempfile.gettempdir())
-    root = _private(base / f"apcore-mcp-{os.getuid()}")
+    root = _private(runtime_root())
     for stale in [path for path in root.iterdir() if path.name != key and supervisor_gone(path.name)]:
         shutil.rmtree(stale, ignore_errors=True)  # a supervisor that ended without removing it (uvicorn's)
     return _private(root / key)
+
+
+def runtime_root() -> Path:
+    """Where this user's workers keep their directories (``private_directory`` checks and makes it)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime and Path(runtime).is_dir() else Path(tempfile.gettempdir())
+    return base / f"apcore-mcp-{os.getuid()}"
 
 
 def _private(path: Path) -> Path:
