@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
+import httpx
 import pytest
 
 from apcore_mcp import BackgroundServer
@@ -72,3 +74,19 @@ def test_an_unknown_value_is_an_error_naming_the_setting(name: str) -> None:
     with pytest.raises(SettingError, match=f"^{name} must be one of: auto, ") as raised:
         Settings(**{name: "fast"})  # type: ignore[arg-type]
     assert raised.value.field == name
+
+
+@pytest.mark.parametrize("parser", ["h11", "httptools"])
+async def test_every_connection_sends_at_once_whatever_socket_accepted_it(parser: str) -> None:
+    """uvicorn's --workers socket is made without a protocol number, so asyncio leaves Nagle on
+    for its connections; our protocols turn it off (else two-part replies wait 40 ms for an ACK)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # proto 0, as uvicorn's bind_socket
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    bridge = Bridge.build(hostile_registry(), Settings(http_parser=parser))
+    async with serving_http(bridge, sock) as (server, base), httpx.AsyncClient() as client:
+        assert (await client.get(f"{base}/health")).status_code == 200  # kept alive: still accepted
+        (connection,) = server.server_state.connections
+        accepted = connection.transport.get_extra_info("socket")
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

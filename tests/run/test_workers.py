@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,3 +220,56 @@ def echo_calls(exposition: str) -> float:
         for sample in family.samples
         if sample.name == "apcore_mcp_tool_calls_total" and sample.labels.get("tool") == "replica.echo"
     )
+
+
+def test_connections_opened_at_once_spread_over_the_workers(pair: RunningServer) -> None:
+    """Each worker listens on its own socket (SO_REUSEPORT): a pool opening its keep-alive
+    connections together is not all accepted by whichever worker woke first."""
+    assert pair.base_url is not None
+    port = int(pair.base_url.rsplit(":", 1)[1])
+    connections = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(16)]
+    try:
+        answered = {pid_over(connection, port) for connection in connections}
+    finally:
+        for connection in connections:
+            connection.close()
+    assert answered == children_of(pair)
+
+
+def test_the_port_stays_held_while_workers_serve(pair: RunningServer) -> None:
+    assert pair.base_url is not None
+    port = int(pair.base_url.rsplit(":", 1)[1])
+    with socket.socket() as other, pytest.raises(OSError, match="Address already in use"):
+        other.bind(("127.0.0.1", port))
+
+
+def pid_over(connection: socket.socket, port: int) -> str:
+    """One 2026-07-28 ``replica.echo`` call on ``connection``; the pid of the worker that ran it."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "replica.echo",
+                "arguments": {"text": "x"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    ).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        f"Mcp-Method: tools/call\r\nMcp-Name: replica.echo\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    connection.sendall(head.encode() + body)
+    reply = connection.makefile("rb")
+    length = 0
+    while (line := reply.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    answer = json.loads(reply.read(length))  # a JSON reply: the direct path answers a plain call so
+    return str(answer["result"]["structuredContent"]["replica"])

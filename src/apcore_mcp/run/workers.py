@@ -1,10 +1,11 @@
 """``apcore-mcp --workers N``: N worker processes on one port, under uvicorn's supervisor.
 
 This process (the supervisor) checks the settings, discovers the modules once to refuse a broken
-directory before anything starts, binds the port, then hands over to uvicorn's ``Multiprocess``:
-it starts N workers that inherit the socket, restarts one that dies, and on SIGINT or SIGTERM
-stops them all, each draining its calls within ``shutdown_timeout``. The kernel hands each new
-connection to one worker.
+directory before anything starts, holds the port, then hands over to uvicorn's ``Multiprocess``:
+it starts N workers, restarts one that dies, and on SIGINT or SIGTERM stops them all, each
+draining its calls within ``shutdown_timeout``. On Linux each worker listens on a socket of its
+own and the kernel spreads new connections over them (``run/reuseport.py``); elsewhere they
+share the supervisor's socket.
 
 A worker is a fresh interpreter (spawned), so it builds its registry and app itself, from the
 launch this process parsed: ``worker_app`` reads it from ``LAUNCH_VARIABLE`` in the environment
@@ -29,6 +30,7 @@ from uvicorn.supervisors import Multiprocess
 
 from apcore_mcp.bridge.workers import machine_directory, shared_request_state_key
 from apcore_mcp.run.protocol.timed import http_protocol
+from apcore_mcp.run.reuseport import WorkerListener, holding_socket, spreads_connections
 from apcore_mcp.run.serve import bound_settings, build_settings
 from apcore_mcp.run.serving import bind_socket, raise_open_files_limit
 from apcore_mcp.settings import Settings, configure_logging
@@ -57,7 +59,8 @@ def serve_workers(extensions_dir: Path, values: dict[str, Any], *, transport: st
         )
     settings = build_settings(values)  # type: ignore[arg-type]  # checked by Settings itself
     logger.debug("Open files limit: %d", raise_open_files_limit())
-    sock = bind_socket(settings.host, settings.port)
+    spread = spreads_connections()
+    sock = holding_socket(settings.host, settings.port) if spread else bind_socket(settings.host, settings.port)
     directory: Path | None = None
     try:
         settings = bound_settings(settings, sock)
@@ -70,7 +73,8 @@ def serve_workers(extensions_dir: Path, values: dict[str, Any], *, transport: st
         logger.info(
             "Listening on http://%s:%d with %d workers (MCP at /mcp)", settings.host, settings.port, settings.workers
         )
-        Multiprocess(worker_config(settings), sockets=[sock]).run()
+        listener: Any = WorkerListener(sock) if spread else sock  # each worker its own socket, where it can
+        Multiprocess(worker_config(settings), sockets=[listener]).run()
     finally:
         os.environ.pop(LAUNCH_VARIABLE, None)
         sock.close()
