@@ -52,6 +52,10 @@ class Config:
     capacity_seconds: int = 5
     capacity_connections: Sequence[int] = (10,)
     capacity_servers: Sequence[str] | None = None  # None: all of bench.capacity_servers.SERVERS
+    # workers (bench.workers): interleaved rounds, seconds of each wrk run, servers (None: ours and FastMCP)
+    workers_rounds: int = 3
+    workers_seconds: int = 3
+    workers_servers: Sequence[str] | None = None
     _dirs: dict[int, Path] = field(default_factory=dict)
 
     def extensions(self, n: int) -> Path:

@@ -48,6 +48,8 @@ def _sized_config(workdir: Path, *, quick: bool, include_reference: bool, log: P
             search_calls=200,
             capacity_rounds=1,
             capacity_seconds=1,
+            workers_rounds=1,
+            workers_seconds=1,
             log=log,
         )
     return Config(workdir=workdir, include_reference=include_reference, log=log)

@@ -1,6 +1,6 @@
 """Workloads 1-4 and 6 here; 5 in ``bench.throughput``, 7 ``bench.pipeline``, 8 ``bench.auth``, 9-10
 ``bench.upstream``, 11 ``bench.interactive``, 12 ``bench.replicas``, 13 ``bench.soak``, 14
-``bench.capacity``, 15 ``bench.scale``; ``WORKLOADS`` names them all.
+``bench.capacity``, 15 ``bench.scale``, 16 ``bench.workers``; ``WORKLOADS`` names them all.
 
 Each returns a list of result rows (see ``bench.rows.row``).
 """
@@ -39,6 +39,7 @@ from bench.scale import scale
 from bench.soak import soak
 from bench.throughput import throughput
 from bench.upstream import tool_search, upstream_call
+from bench.workers import workers
 
 # -- 1. tool build and tools/list -----------------------------------------------------------------
 
@@ -350,4 +351,5 @@ WORKLOADS: dict[str, Callable[[Config], list[dict[str, Any]]]] = {
     "soak": soak,
     "capacity": capacity,
     "scale": scale,
+    "workers": workers,
 }

@@ -50,8 +50,13 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
     )
 
 
+# Not smoked: workers (issue 31) starts ours at 1 and at 2 worker processes, each a full start-up,
+# with wrk runs for two modules after a warm-up: over 10 s even at 1 round of 1 s.
+NOT_SMOKED = {"workers"}
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.parametrize("name", [name for name in WORKLOADS if name not in NOT_SMOKED])
 def test_workload_runs(config: Config, name: str) -> None:
     if name == "startup":
         config.sizes = (2,)
