@@ -104,13 +104,25 @@ def process_cpu(pid: int) -> dict[int, float]:
 
 
 def wait_workers(pid: int, workers: int, deadline_s: float = 60.0) -> None:
-    """Return once ``pid`` has its workers (a supervisor has them as children): the port answers
-    as soon as the first one listens."""
+    """Return once ``pid`` has its workers (a supervisor has them as children) and they are idle.
+
+    The port answers as soon as the first worker listens; a worker still importing or building
+    its app would get none of wrk's connections (they open at the start of a run) and then be
+    measured idle. So: every worker there, then the server's CPU quiet (< 10%) for half a second.
+    """
     deadline = time.monotonic() + deadline_s
     while workers > 1 and len(process_tree(pid)) < 1 + workers:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{workers} workers not started after {deadline_s:g} s")
         time.sleep(0.1)
+    last = sum(process_cpu(pid).values())
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = sum(process_cpu(pid).values())
+        if now - last < 0.05:
+            return
+        last = now
+    raise TimeoutError(f"the server's {workers} worker(s) still busy starting after {deadline_s:g} s")
 
 
 def machine_busy_seconds() -> float:
