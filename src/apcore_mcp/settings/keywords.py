@@ -66,7 +66,7 @@ class SettingsOptions(TypedDict, total=False):
     max_json_items: int
     log_level: str | None
     trace_arguments: bool
-    workers: int | str
+    workers: int
     redis_url: str | None
     redis_prefix: str
     broadcast_changes: bool
