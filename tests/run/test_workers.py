@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
@@ -273,3 +274,32 @@ def pid_over(connection: socket.socket, port: int) -> str:
             length = int(line.split(b":", 1)[1])
     answer = json.loads(reply.read(length))  # a JSON reply: the direct path answers a plain call so
     return str(answer["result"]["structuredContent"]["replica"])
+
+
+async def test_a_listen_stream_hears_the_changes_of_its_own_worker(tmp_path: Path) -> None:
+    """As docs/workers.md says: a stream stays on the worker it reached and hears that worker's
+    registry; a module added on either worker (``replica.add``) is heard once one lands on it."""
+    with workers(tmp_path, "--dynamic") as server, anyio.fail_after(60):
+        heard = anyio.Event()
+        async with (
+            Client(f"{base_of(server)}/mcp", mode="auto", cache=None) as client,
+            client.listen(tools_list_changed=True) as subscription,
+            anyio.create_task_group() as background,
+        ):
+            assert subscription.honored.tools_list_changed
+
+            async def first_event() -> None:
+                async for _event in subscription:
+                    heard.set()
+                    return
+
+            background.start_soon(first_event)
+            added_on = set()
+            for index in range(20):  # fresh connections: each add lands on either worker
+                added_on.add(structured_call(base_of(server), "replica.add", {"name": f"added.w{index}"})["replica"])
+                with anyio.move_on_after(0.5):
+                    await heard.wait()
+                if heard.is_set():
+                    break
+            background.cancel_scope.cancel()
+        assert heard.is_set() and added_on <= children_of(server)
