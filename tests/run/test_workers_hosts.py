@@ -26,9 +26,8 @@ from tests._support.deploy import REPO, clean_env
 from tests._support.processes import wait_ok
 from tests._support.replicas import EXTENSIONS, modern_call, structured
 from tests._support.services import documented_command
-from tests._support.workers import pids_answering
+from tests._support.workers import approved_retry, pids_answering, ran
 
-APPROVE = {"action": "accept", "content": {"approve": True}}
 STARTUP_SECONDS = 40
 
 
@@ -71,19 +70,8 @@ async def test_the_documented_command_serves_every_feature_across_its_workers(ne
                 async with Client(f"{base}/mcp", mode="legacy", cache=None) as client:
                     answer = structured(await client.call_tool("replica.echo", {"text": f"h{index}"}))
                     assert answer["text"] == f"h{index}"
-        asked = modern_call(base, "replica.purge", {"target": "t"})["result"]
-        (key,) = asked["inputRequests"]
-        retries = [
-            modern_call(
-                base,
-                "replica.purge",
-                {"target": "t"},
-                request_state=asked["requestState"],
-                input_responses={key: APPROVE},
-            )
-            for _ in range(6)
-        ]
-    ran = [retry for retry in retries if "result" in retry and not retry["result"].get("isError")]
-    assert len(ran) == 1, retries  # sealed by one worker, opened by both, approved once
+        retry = approved_retry(base, "t")
+        retries = [retry() for _ in range(6)]
+    assert len(ran(retries)) == 1, retries  # sealed by one worker, opened by both, approved once
     output = log.read_text()
     assert output.count("workers serve this port") == 1, output
