@@ -239,15 +239,20 @@ def server_table(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
                     label,
                     _stack(res["native"]),
                     conns,
-                    _spread(res, "server_cpu_ms_per_call", "{:.3f}"),
-                    _spread(res, "calls_per_s", "{:,.0f}"),
-                    _spread(res, "p50_ms", "{:.1f}"),
-                    _spread(res, "p99_ms", "{:.1f}"),
+                    spread_cell(res, "server_cpu_ms_per_call", "{:.3f}"),
+                    spread_cell(res, "calls_per_s", "{:,.0f}"),
+                    spread_cell(res, "p50_ms", "{:.1f}"),
+                    spread_cell(res, "p99_ms", "{:.1f}"),
                     str(res["errors"]),
                     f"{res['rss_mib']:.0f}" if res.get("rss_mib") else "-",
-                    _spread(res, "server_cpu_util", "{:.2f}"),
+                    spread_cell(res, "server_cpu_util", "{:.2f}"),
                 ]
             )
+    return render_table(header, lines, markdown=markdown)
+
+
+def render_table(header: list[str], lines: list[list[str]], *, markdown: bool) -> str:
+    """Rows under ``header``: a Markdown table, or columns padded for a terminal."""
     if markdown:
         cells = [header, ["---"] * len(header), *lines]
         return "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in cells)
@@ -265,7 +270,8 @@ def _stack(native: dict[str, bool]) -> str:
     return f"{'httptools' if native.get('httptools') else 'h11'} + {'uvloop' if native.get('uvloop') else 'asyncio'}"
 
 
-def _spread(result: dict[str, Any], key: str, fmt: str) -> str:
+def spread_cell(result: dict[str, Any], key: str, fmt: str) -> str:
+    """``result[key]`` formatted, with the range of the rounds when they differ."""
     value, spread = result.get(key), result["spread"].get(key)
     if value is None:
         return "-"

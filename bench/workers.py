@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.capacity import render_table, spread_cell
 from bench.capacity_servers import (
     FASTMCP,
     FASTMCP_PYTHON,
@@ -306,38 +307,19 @@ def workers_table(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
                 name,
                 str(c["workers"]),
                 c["module"],
-                _spread(c, "calls_per_s", "{:,.0f}"),
+                spread_cell(c, "calls_per_s", "{:,.0f}"),
                 gain,
-                _spread(c, "server_cpu_ms_per_call", "{:.2f}"),
-                _spread(c, "p50_ms", "{:.1f}"),
-                _spread(c, "p99_ms", "{:.1f}"),
+                spread_cell(c, "server_cpu_ms_per_call", "{:.2f}"),
+                spread_cell(c, "p50_ms", "{:.1f}"),
+                spread_cell(c, "p99_ms", "{:.1f}"),
                 str(c["errors"]),
-                _spread(c, "server_cpu_util", "{:.2f}"),
-                _spread(c, "busiest_share", "{:.2f}") if c["workers"] > 1 else "-",
-                _spread(c, "wrk_cpu_util", "{:.2f}"),
-                _spread(c, "others_cpu_util", "{:.2f}"),
+                spread_cell(c, "server_cpu_util", "{:.2f}"),
+                spread_cell(c, "busiest_share", "{:.2f}") if c["workers"] > 1 else "-",
+                spread_cell(c, "wrk_cpu_util", "{:.2f}"),
+                spread_cell(c, "others_cpu_util", "{:.2f}"),
             ]
         )
-    return _render(header, lines, markdown=markdown)
-
-
-def _spread(result: dict[str, Any], key: str, fmt: str) -> str:
-    value, spread = result.get(key), result["spread"].get(key)
-    if value is None:
-        return "-"
-    text = fmt.format(value)
-    return f"{text} [{fmt.format(spread[0])}-{fmt.format(spread[1])}]" if spread and spread[0] != spread[1] else text
-
-
-def _render(header: list[str], lines: list[list[str]], *, markdown: bool) -> str:
-    if markdown:
-        cells = [header, ["---"] * len(header), *lines]
-        return "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in cells)
-    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=False)]
-    out = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))]
-    out.append("-+-".join("-" * w for w in widths))
-    out += [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) for line in lines]
-    return "\n".join(out)
+    return render_table(header, lines, markdown=markdown)
 
 
 def _positive(text: str) -> int:
