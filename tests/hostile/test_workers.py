@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 import anyio
 import httpx
 import mcp.types as types
+import pytest
 from mcp import Client
 
 from apcore_mcp.testing import RunningServer
@@ -122,3 +124,24 @@ def test_every_2026_input_round_crosses_workers(tmp_path: Path) -> None:
     with workers(tmp_path) as server:
         rounds = [approved_retry(base_of(server), f"r{index}")() for index in range(4)]
     assert len(ran(rounds)) == 4, rounds
+
+
+def test_workers_behind_redis_without_a_key_ring_are_warned_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Workers and replicas meet: the machine's own sealing key serves this machine's workers only,
+    so replicas on Redis without the operator's key ring must still hear that they need one."""
+    from apcore import Registry
+
+    from apcore_mcp.bridge import Bridge
+    from apcore_mcp.settings import Settings
+    from apcore_mcp.settings.replicas import UNSHARED_KEYS
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    with caplog.at_level(logging.WARNING):
+        bridge = Bridge.build(Registry(), Settings(workers=2, redis_url="redis://127.0.0.1:1"))
+        keyed = Bridge.build(
+            Registry(), Settings(workers=2, redis_url="redis://127.0.0.1:1", request_state_keys=("k" * 32,))
+        )
+    assert bridge.settings.request_state_keys and keyed.settings.request_state_keys == ("k" * 32,)
+    assert [record.getMessage() for record in caplog.records].count(UNSHARED_KEYS) == 1

@@ -14,12 +14,19 @@ them. So every worker must agree, without talking to the others, on:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apcore_mcp._hosts import hosted_workers, supervisor_key
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.replicas import UNSHARED_KEYS
+
+if TYPE_CHECKING:
+    from apcore_mcp.replicas.machine.store import MachineStore
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +48,10 @@ def for_workers(settings: Settings) -> Settings:
     if settings.workers == 1 and hosted > 1:
         settings = settings.replace(workers=hosted)
     if settings.workers > 1 and not settings.request_state_keys:
+        if settings.redis_url is not None:
+            # The machine's key below covers this machine's workers only: replicas elsewhere still
+            # need the operator's key ring, and once the key is set nothing later can tell.
+            logger.warning(UNSHARED_KEYS)
         settings = settings.replace(request_state_keys=(shared_request_state_key(),))
     return settings
 
@@ -53,11 +64,18 @@ def shared_request_state_key(supervisor: int | None = None) -> str:
 def machine_secret(name: str, supervisor: int | None = None) -> str:
     """The secret ``name`` every worker of ``supervisor`` (default: the parent) shares, made by the
     first to ask (random, 256 bits), kept in the workers' store only (never logged)."""
+    with machine_store(supervisor) as store:
+        return store.shared_secret(name, lambda: secrets.token_urlsafe(32))
+
+
+@contextlib.contextmanager
+def machine_store(supervisor: int | None = None) -> Iterator[MachineStore]:
+    """The workers' store of ``supervisor`` (default: the parent), open for the block."""
     from apcore_mcp.replicas.machine.store import MachineStore
 
     store = MachineStore.open(machine_directory(supervisor))
     try:
-        return store.shared_secret(name, lambda: secrets.token_urlsafe(32))
+        yield store
     finally:
         store.close()
 
@@ -71,16 +89,10 @@ def announce_workers(settings: Settings) -> None:
     """Say once per machine, from the first worker to start, what several workers change."""
     if settings.workers < 2:
         return
-    from apcore_mcp.replicas.machine.store import MachineStore
-
-    store = MachineStore.open(machine_directory())
-    try:
-        first = store.first("announced")
-    finally:
-        store.close()
-    if not first:
-        return
-    where = "Redis" if settings.redis_url is not None else f"the workers' store in {machine_directory()}"
+    with machine_store() as store:
+        if not store.first("announced"):
+            return
+        where = "Redis" if settings.redis_url is not None else f"the workers' store in {store.path.parent}"
     cap = settings.max_concurrent_calls
     # A WARNING: handshake-era clients lose what needs a session, which an operator must know.
     logger.warning(

@@ -19,6 +19,7 @@ from apcore_mcp.replicas.link import RedisLink
 from apcore_mcp.replicas.tasks import RedisTaskStore
 from apcore_mcp.replicas.used_approvals import RedisUsedApprovals
 from apcore_mcp.settings import Settings
+from apcore_mcp.settings.replicas import UNSHARED_KEYS
 from apcore_mcp.tools.catalog import ToolCatalog
 from apcore_mcp.tools.records import ToolRecord
 
@@ -81,11 +82,7 @@ def shared_state(
     if settings.redis_url is None:
         return None
     if not settings.request_state_keys:
-        logger.warning(
-            "redis_url is set, so replicas share state, but request_state_keys is not: each replica seals "
-            "2026-07-28 requestState with its own key, and an input-required round fails when its retry "
-            "reaches another replica. Give every replica the same request_state_keys."
-        )
+        logger.warning(UNSHARED_KEYS)
     state = SharedState(RedisLink(settings.redis_url, settings.redis_prefix))
     if (handler := mcp_approval_handler(executor)) is not None:
         state.share_approvals(handler)

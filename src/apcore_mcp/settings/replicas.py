@@ -12,6 +12,12 @@ from pathlib import Path
 from apcore_mcp.settings.option import SettingError, option, set_field
 
 MAX_WORKERS = 256
+UNSHARED_KEYS = (
+    "redis_url is set, so replicas share state, but request_state_keys is not: each replica seals "
+    "2026-07-28 requestState with its own key, and an input-required round fails when its retry "
+    "reaches another replica. Give every replica the same request_state_keys."
+)
+"""Said at start: the operator runs replicas without one key ring (its workers still share one)."""
 CGROUP = Path("/sys/fs/cgroup")
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
