@@ -14,7 +14,9 @@ says what apcore would need to offer for this module to go.
 
 from __future__ import annotations
 
-from apcore import ACL, ApprovalHandler, BaseStep, Executor, Registry, ToggleState
+from typing import Any
+
+from apcore import ACL, ApprovalHandler, BaseStep, Context, Executor, PreflightResult, Registry, ToggleState
 from apcore.builtin_steps import (
     BuiltinExecute,
     BuiltinInputValidation,
@@ -50,6 +52,7 @@ __all__ = [
     "default_timeout_ms",
     "executor_acl",
     "executor_approval_handler",
+    "executor_preflight",
     "key_matches",
     "lookup_state",
     "match_glob",
@@ -93,3 +96,12 @@ def executor_approval_handler(executor: Executor) -> ApprovalHandler | None:
     """``executor``'s approval handler: apcore has ``set_approval_handler`` but no getter."""
     handler: ApprovalHandler | None = getattr(executor, "_approval_handler", None)
     return handler
+
+
+async def executor_preflight(
+    executor: Executor, module_id: str, inputs: dict[str, Any], context: Context
+) -> PreflightResult:
+    """``executor.validate()`` awaited on the running loop: the public one, called from a loop,
+    runs it in a thread of its own, and from a thread leaves an event loop open on the executor."""
+    result: PreflightResult = await executor._validate_async(module_id, inputs, context)
+    return result

@@ -28,6 +28,7 @@ from apcore import Context
 
 from apcore_mcp.calls.authorization import Authorization
 from apcore_mcp.calls.context import CallContext, ClientCapabilityMissing, InputRequired
+from apcore_mcp.calls.dry_run import dry_run_result, wants_dry_run
 from apcore_mcp.calls.errors import SafeError, log_call_error, module_not_found, to_safe_error
 from apcore_mcp.calls.inputs import invalid_input
 from apcore_mcp.calls.limits import Refusal
@@ -227,10 +228,20 @@ class CallRouter:
         if record is None:
             # Filtered-out and unknown modules look the same: neither exists for this client.
             return CallOutcome(tool=name, error=module_not_found(name))
+        if wants_dry_run(call.meta):
+            return await self._dry_run(record, arguments, call)
         outcome = await self._execute(record, arguments, call)
         if not outcome.ok:
             return outcome
         return await finish_outcome(record, outcome.value, self.max_output_bytes)
+
+    async def _dry_run(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
+        """The checks of a call without the run (``calls/dry_run.py``): the same scope check first."""
+        denied = self.authorization.check(record.name, call)
+        if denied is not None:
+            return CallOutcome(tool=record.name, error=denied)
+        result = await dry_run_result(self.executor, record, arguments, call.to_apcore())
+        return CallOutcome(tool=record.name, carried=result)
 
     async def read_module(self, record: ToolRecord, inputs: dict[str, Any], call: CallContext) -> CallOutcome:
         """Run a resource module; the outcome's ``value`` is its raw output."""

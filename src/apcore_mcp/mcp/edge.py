@@ -11,6 +11,7 @@ from mcp.server.context import ServerRequestContext
 from starlette.requests import HTTPConnection
 
 from apcore_mcp.calls.context import CallContext, Peer
+from apcore_mcp.calls.dry_run import DRY_RUN_META
 from apcore_mcp.calls.limits import principal_key
 from apcore_mcp.calls.principal import principal_of
 from apcore_mcp.mcp.peer import HandshakePeer, LogLevels, ModernPeer, is_modern
@@ -60,7 +61,15 @@ class Edge:
             peer=peer,
             principal=principal_of(scope),  # its token's scopes, checked on the module the router will run
             caller=principal_key(scope),
-            meta={"progressToken": progress_token} if progress_token is not None else {},
+            meta=call_meta(meta, progress_token),
             origin="explorer" if scope is not None and EXPLORER_SCOPE_KEY in scope else "mcp",
             release=ctx.close_sse_stream,
         )
+
+
+def call_meta(meta: Mapping[str, Any], progress_token: object) -> dict[str, Any]:
+    """What of a request's ``_meta`` the router reads: its progress token and the dry-run flag."""
+    kept: dict[str, Any] = {} if progress_token is None else {"progressToken": progress_token}
+    if meta.get(DRY_RUN_META) is True:
+        kept[DRY_RUN_META] = True
+    return kept
