@@ -45,6 +45,7 @@ class SettingsOptions(TypedDict, total=False):
     explorer_prefix: str
     allow_execute: bool
     execute_token: str | None
+    admin_routes: bool
     http_parser: str
     event_loop: str
     shutdown_timeout: float
@@ -88,6 +89,7 @@ class SettingsOptions(TypedDict, total=False):
     auth_api_keys_file: str | None
     auth_metrics: bool
     auth_filter_tools: bool
+    auth_admin_scope: str
     stdio_identity: str | None
     stdio_identity_type: str
     stdio_roles: tuple[str, ...] | list[str]

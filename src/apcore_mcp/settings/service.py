@@ -29,6 +29,13 @@ class ServiceSettings:
         group="service",
         secret=True,
     )
+    admin_routes: bool = option(
+        False,
+        "with auth off, serve the operator routes (`/admin/tools`) to loopback clients; with auth on they"
+        " are always served, to tokens holding `auth_admin_scope`",
+        group="service",
+        kind="bool",
+    )
     http_parser: str = option(
         "auto",
         "HTTP/1.1 parser: `httptools` (faster; the `speed` extra), `h11`, or `auto` (httptools when installed); "
