@@ -29,10 +29,8 @@ from starlette.types import ASGIApp
 from apcore_mcp._jsonbounds import JsonBounds
 from apcore_mcp._redaction import RedactedLogs
 from apcore_mcp.bridge import Bridge, BridgeService
-from apcore_mcp.bridge.diagnostics import HiddenCount
 from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.bridge.workers import EXPLORER_TOKEN, machine_secret
-from apcore_mcp.http.admin import admin_routes
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
@@ -45,6 +43,7 @@ from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
 from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
+from apcore_mcp.http.server_card import discovery_routes, is_discovery_path
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseAcrossWorkers, SseEndpoint
@@ -140,6 +139,8 @@ def create_app(
         *service_routes(service, metrics),
         *(endpoints.routes if endpoints is not None else []),
     ]
+    if settings.server_card:
+        routes += discovery_routes(bridge, endpoints)
     if settings.explorer:
         routes += explorer_routes(bridge, gate)
         # The page speaks MCP to this very app (sessions, direct path, metrics shared), behind its rules.
@@ -147,7 +148,6 @@ def create_app(
         routes.append(Route(f"{settings.explorer_prefix}{MCP_PATH}", explorer_mcp, methods=["GET", "POST", "DELETE"]))
     if auth is not None:
         routes += auth.routes
-    routes += admin_routes(service, authenticated=auth is not None)
     middleware = middleware_stack(settings, policy, auth, metrics)
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
@@ -190,7 +190,11 @@ def middleware_stack(settings: Settings, policy: HostPolicy, auth: Auth | None, 
         # Outermost: all inside (limits, sessions per caller, the explorer's origin check) see the real client.
         Middleware(ForwardedClient, trusted=TrustedProxies(settings.forwarded_allow_ips)),
         Middleware(
-            HostOriginGuard, policy=policy, on_reject=metrics.reject, max_header_bytes=settings.max_header_bytes
+            HostOriginGuard,
+            policy=policy,
+            on_reject=metrics.reject,
+            max_header_bytes=settings.max_header_bytes,
+            any_origin=is_discovery_path if settings.server_card else None,  # public, read-only, CORS "*"
         ),
     ]
     # Timing sits inside auth, whose copy of the scope is the one the router marks with the route.
@@ -263,7 +267,6 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
     """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools`` of the bridge ``service`` serves."""
     bridge = service.bridge
     settings = bridge.settings
-    hidden = HiddenCount(bridge)
 
     async def health(request: Request) -> JSONResponse:
         if not request.app.state.ready:
@@ -283,7 +286,6 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
-        body["hidden_tools"] = hidden(request.app.state.upstreams)  # a count: names are the operator's
         upstreams = readiness(request.app.state.upstreams)
         if upstreams is not None:
             body["upstreams"] = upstreams

@@ -57,6 +57,7 @@ from apcore_mcp.calls.principal import (
 from apcore_mcp.http.body import send_json
 from apcore_mcp.http.jwks import JwksCache
 from apcore_mcp.http.resource_metadata import MCP_RESOURCE, Resource, metadata_routes, resources_for
+from apcore_mcp.http.server_card import is_discovery_path
 from apcore_mcp.http.tokens import (
     ApiKeyVerifier,
     JwtVerifier,
@@ -106,7 +107,7 @@ class AuthPolicy:
 
     def is_open(self, path: str) -> bool:
         # Everything under /.well-known/ is public by nature: an unknown document there is a 404, not a 401.
-        return path in self.open_paths or path.startswith("/.well-known/")
+        return path in self.open_paths or path.startswith("/.well-known/") or is_discovery_path(path)
 
     def resource_for(self, path: str) -> Resource:
         if path == "/sse" or path.startswith("/messages/"):

@@ -37,6 +37,7 @@ _SINGLE_HEADERS = {
 }
 """Headers a request may carry once: readers taking the first copy and the last would disagree
 (the SDK reads the first; this guard checks the one Host and Origin there are)."""
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _split_host(value: str, *, pattern: bool = False) -> tuple[str, str | None] | None:
@@ -142,6 +143,10 @@ class HostOriginGuard:
     431 for headers over ``max_header_bytes``; 400 for a header sent twice that may come once
     (Host, Origin, the MCP routing headers); 421 for a Host not allowed; 403 for an Origin not allowed.
 
+    ``any_origin`` names the paths whose ``GET``/``HEAD``/``OPTIONS`` any Origin may send: public,
+    read-only documents served with CORS ``*`` (the server cards); their Host is checked all the same,
+    which is what stops DNS rebinding.
+
     An accepted request goes on with its ``Host`` and ``Origin`` normalized (lower case, no
     trailing slash): names are case-insensitive, and the SDK's own (second) check on ``/mcp``
     compares them exactly. ``max_header_bytes`` counts the request line and the header lines
@@ -155,11 +160,13 @@ class HostOriginGuard:
         on_reject: Callable[[str], None] | None = None,
         *,
         max_header_bytes: int | None = None,
+        any_origin: Callable[[str], bool] | None = None,
     ) -> None:
         self.app = app
         self.policy = policy
         self.on_reject = on_reject
         self.max_header_bytes = max_header_bytes
+        self.any_origin = any_origin
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -187,12 +194,15 @@ class HostOriginGuard:
             logger.warning("Rejected request with Host %r", host)
             await self._reject(send, scope, "host", 421, "Invalid Host header")
             return
-        if not self.policy.origin_allowed(origin):
+        if not self.policy.origin_allowed(origin) and not self._open_to_any_origin(scope):
             logger.warning("Rejected request with Origin %r", origin)
             await self._reject(send, scope, "origin", 403, "Invalid Origin header")
             return
         _normalize(scope, host, origin)
         await self.app(scope, receive, send)
+
+    def _open_to_any_origin(self, scope: Scope) -> bool:
+        return self.any_origin is not None and scope.get("method") in _READ_METHODS and self.any_origin(scope["path"])
 
     async def _reject(self, send: Send, scope: Scope, reason: str, status: int, message: str) -> None:
         if self.on_reject is not None:

@@ -124,6 +124,11 @@ class ToolsetEndpoints:
     def names(self) -> list[str]:
         return sorted(self._endpoints)
 
+    def bridge_of(self, name: str) -> Bridge | None:
+        """The bridge serving toolset ``name`` now (``None``: no such endpoint, or it is closing)."""
+        endpoint = self._endpoints.get(name)
+        return endpoint.bridge if endpoint is not None and not endpoint.stop.is_set() else None
+
     @property
     def in_flight(self) -> int:
         """Tool calls running now on every toolset endpoint."""

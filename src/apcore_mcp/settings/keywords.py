@@ -45,7 +45,7 @@ class SettingsOptions(TypedDict, total=False):
     explorer_prefix: str
     allow_execute: bool
     execute_token: str | None
-    admin_routes: bool
+    server_card: bool
     http_parser: str
     event_loop: str
     shutdown_timeout: float
@@ -89,7 +89,6 @@ class SettingsOptions(TypedDict, total=False):
     auth_api_keys_file: str | None
     auth_metrics: bool
     auth_filter_tools: bool
-    auth_admin_scope: str
     stdio_identity: str | None
     stdio_identity_type: str
     stdio_roles: tuple[str, ...] | list[str]
