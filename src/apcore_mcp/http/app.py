@@ -29,8 +29,10 @@ from starlette.types import ASGIApp
 from apcore_mcp._jsonbounds import JsonBounds
 from apcore_mcp._redaction import RedactedLogs
 from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.bridge.diagnostics import HiddenCount
 from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.bridge.workers import EXPLORER_TOKEN, machine_secret
+from apcore_mcp.http.admin import admin_routes
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
@@ -148,6 +150,7 @@ def create_app(
         routes.append(Route(f"{settings.explorer_prefix}{MCP_PATH}", explorer_mcp, methods=["GET", "POST", "DELETE"]))
     if auth is not None:
         routes += auth.routes
+    routes += admin_routes(service, authenticated=auth is not None)
     middleware = middleware_stack(settings, policy, auth, metrics)
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
@@ -267,6 +270,7 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
     """``/health``, ``/ready``, ``/metrics`` and ``/openai/tools`` of the bridge ``service`` serves."""
     bridge = service.bridge
     settings = bridge.settings
+    hidden = HiddenCount(bridge)
 
     async def health(request: Request) -> JSONResponse:
         if not request.app.state.ready:
@@ -286,6 +290,7 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
         if not request.app.state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         body: dict[str, Any] = {"status": "ready", "module_count": len(bridge.catalog)}
+        body["hidden_tools"] = hidden(request.app.state.upstreams)  # a count: names are the operator's
         upstreams = readiness(request.app.state.upstreams)
         if upstreams is not None:
             body["upstreams"] = upstreams

@@ -115,6 +115,12 @@ class AuthSettings:
         group="auth",
         kind="bool",
     )
+    auth_admin_scope: str = option(
+        "mcp:admin",
+        "scope a token needs for the operator routes (`/admin/tools`: which tools are hidden and why)",
+        group="auth",
+        metavar="SCOPE",
+    )
     stdio_identity: str | None = option(
         None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
     )
@@ -155,6 +161,8 @@ def check_auth(s: AuthSettings, *, wildcard_host: bool, execute_token: str | Non
     for name in ("auth_id_claim", "auth_roles_claim", "stdio_identity_type"):
         if not isinstance(getattr(s, name), str) or not getattr(s, name).strip():
             raise SettingError(name, f"{name} must not be empty")
+    if any(ch.isspace() for ch in s.auth_admin_scope) or not s.auth_admin_scope:
+        raise SettingError("auth_admin_scope", "auth_admin_scope must be one scope: a single word")
     if s.stdio_identity is not None and (not isinstance(s.stdio_identity, str) or not s.stdio_identity.strip()):
         raise SettingError("stdio_identity", "stdio_identity must not be empty")
     if any(any(ch.isspace() for ch in role) for role in s.stdio_roles):

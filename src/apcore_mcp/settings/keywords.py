@@ -46,6 +46,7 @@ class SettingsOptions(TypedDict, total=False):
     allow_execute: bool
     execute_token: str | None
     server_card: bool
+    admin_routes: bool
     http_parser: str
     event_loop: str
     shutdown_timeout: float
@@ -89,6 +90,7 @@ class SettingsOptions(TypedDict, total=False):
     auth_api_keys_file: str | None
     auth_metrics: bool
     auth_filter_tools: bool
+    auth_admin_scope: str
     stdio_identity: str | None
     stdio_identity_type: str
     stdio_roles: tuple[str, ...] | list[str]

@@ -47,6 +47,14 @@ _CONFIG = "neither mcp_config nor from_openapi is given"
 NEEDS: tuple[Need, ...] = (
     *(Need(name, "auth", _AUTH, _auth_on) for name in ("auth_scopes", "auth_route_scopes", "auth_tool_scopes")),
     Need("auth_metrics", "auth", _AUTH, _auth_on),
+    Need("auth_admin_scope", "auth", _AUTH, _auth_on),
+    # With auth on the operator routes are always served (to the admin scope): the switch is for auth off.
+    Need(
+        "admin_routes",
+        "auth 'none'",
+        "auth is on: the operator routes are served to auth_admin_scope",
+        lambda s: not _auth_on(s),
+    ),
     # Filtering also applies the ACL, which sees an identity over stdio when one is configured.
     Need(
         "auth_filter_tools",

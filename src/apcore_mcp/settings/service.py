@@ -29,6 +29,13 @@ class ServiceSettings:
         group="service",
         secret=True,
     )
+    admin_routes: bool = option(
+        False,
+        "with auth off, serve the operator routes (`/admin/tools`) to loopback clients; with auth on they"
+        " are always served, to tokens holding `auth_admin_scope`",
+        group="service",
+        kind="bool",
+    )
     server_card: bool = option(
         True,
         "serve each MCP endpoint's server card (`/mcp/server-card`, SEP-2127 draft) and the domain catalog "

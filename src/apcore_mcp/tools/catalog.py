@@ -115,6 +115,17 @@ class ToolCatalog:
             module_ids = [module_id for module_id in module_ids if self._include(module_id)]
         return module_ids
 
+    def excluded_by(self, module_id: str) -> str | None:
+        """Which filter keeps registered ``module_id`` out of this catalog: ``prefix``, ``tags`` or
+        ``selection`` (a toolset's), in the order they apply; ``None`` when none does."""
+        if self._prefix is not None and not module_id.startswith(self._prefix):
+            return "prefix"
+        if self._tags is not None and module_id not in self._registry.list(tags=self._tags, prefix=module_id):
+            return "tags"
+        if self._include is not None and not self._include(module_id):
+            return "selection"
+        return None
+
     def _build(self, module_id: str) -> ToolRecord | ModuleProblem | None:
         described = describe_module(self._registry, module_id)
         if isinstance(described, ModuleProblem):
