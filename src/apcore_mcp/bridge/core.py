@@ -15,6 +15,8 @@ from apcore_mcp._apcore import executor_approval_handler
 from apcore_mcp.bridge.workers import for_workers, per_worker
 from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.calls.authorization import Authorization, executor_acl
+from apcore_mcp.calls.budget import ResultBudget
+from apcore_mcp.calls.kept_results import KeptResults
 from apcore_mcp.calls.limits import CallLimits
 from apcore_mcp.calls.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.calls.router import CallRouter, Observer
@@ -97,6 +99,12 @@ def authorization_for(executor: Executor, settings: Settings, limits: CallLimits
     )
 
 
+def result_budget(settings: Settings) -> ResultBudget:
+    """The result budget of every call (``calls/budget.py``), with its store of whole results when links are on."""
+    links = KeptResults() if settings.result_overflow_links else None
+    return ResultBudget(settings.max_result_bytes, settings.minimal_text_with_structured, links)
+
+
 def task_runner(router: CallRouter, settings: Settings) -> TaskRunner:
     """Tasks kept in memory (the service hands them Redis while the replicas are linked)."""
     store = MemoryTaskStore(max_count=settings.task_max_count, max_bytes=settings.task_max_bytes)
@@ -133,6 +141,7 @@ def search_front(
         validate_inputs=settings.validate_inputs,
         trace_arguments=settings.trace_arguments,
         observers=observers,
+        budget=router.budget,
     )
     return search, served, front
 
@@ -221,6 +230,7 @@ class Bridge:
         authorization = authorization_for(executor, settings, limits)
         # Shared lists, handed over at construction: nothing is re-pointed after the build.
         observers = observed_with.router.observers if observed_with is not None else None
+        budget = observed_with.router.budget if observed_with is not None else result_budget(settings)
         searching = settings.tool_mode == "search"
         router = CallRouter(
             executor,
@@ -230,6 +240,7 @@ class Bridge:
             validate_inputs=settings.validate_inputs,
             trace_arguments=settings.trace_arguments,
             observers=None if searching else observers,  # in search mode the front router is observed
+            budget=budget,
         )
         search: ToolSearch | None = None
         served = catalog

@@ -119,6 +119,8 @@ class CallContext:
     """The authenticated caller, whose token's scopes decide which tools it may run (``None``: no token)."""
     caller: str = LOCAL_PRINCIPAL
     """Who the rate limit and the concurrency share count this call against (``limits.principal_key``)."""
+    connection: str | None = None
+    """An opaque token of the client connection (MCP session) the call came on; ``None`` where there is none."""
     cancel_token: CancelToken = field(default_factory=CancelToken)
     meta: Mapping[str, Any] = field(default_factory=dict)
     origin: str = "mcp"

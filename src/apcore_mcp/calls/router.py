@@ -27,6 +27,7 @@ import anyio
 from apcore import Context
 
 from apcore_mcp.calls.authorization import Authorization
+from apcore_mcp.calls.budget import ResultBudget
 from apcore_mcp.calls.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.calls.dry_run import dry_run_result, wants_dry_run
 from apcore_mcp.calls.errors import SafeError, log_call_error, module_not_found, to_safe_error
@@ -135,6 +136,7 @@ class CallRouter:
         validate_inputs: bool = False,
         trace_arguments: bool = False,
         observers: list[Observer] | None = None,
+        budget: ResultBudget | None = None,
     ) -> None:
         self.executor = executor
         self.catalog = catalog
@@ -147,6 +149,8 @@ class CallRouter:
         self._scopes: set[anyio.CancelScope] = set()
         self.observers: list[Observer] = observers if observers is not None else []
         """Told of every call's outcome; a list another router may share (a toolset's calls are the server's)."""
+        self.budget = budget
+        """The result budget every successful result passes (``calls/budget.py``); ``None``: results go as they are."""
 
     @property
     def in_flight(self) -> int:
@@ -233,7 +237,17 @@ class CallRouter:
         outcome = await self._execute(record, arguments, call)
         if not outcome.ok:
             return outcome
-        return await finish_outcome(record, outcome.value, self.max_output_bytes)
+        return await self._budgeted(record, await finish_outcome(record, outcome.value, self.max_output_bytes), call)
+
+    async def _budgeted(self, record: ToolRecord, outcome: CallOutcome, call: CallContext) -> CallOutcome:
+        """The outcome within its result budget; a dispatcher's result is its target's, budgeted there."""
+        budget = self.budget
+        if budget is None or not outcome.ok or record.name in self.dispatchers:
+            return outcome
+        if not budget.active(record.annotations, call.era):
+            return outcome
+        wire = await budget.apply(record.name, record.annotations, wire_result(outcome), call)
+        return CallOutcome(tool=record.name, carried=wire)
 
     async def _dry_run(self, record: ToolRecord, arguments: dict[str, Any], call: CallContext) -> CallOutcome:
         """The checks of a call without the run (``calls/dry_run.py``): the same scope check first."""

@@ -99,6 +99,12 @@ class Metrics:
             registry=self.registry,
         )
         self._direct_children: dict[str, Any] = {}
+        self.truncated = Counter(
+            "apcore_mcp_tool_results_truncated",
+            "Tool results cut to their result budget (max_result_bytes), by tool",
+            ["tool"],
+            registry=self.registry,
+        )
         self.render_all: Callable[[bytes], bytes] | None = None
         """Set while several workers serve: this worker's exposition in, the machine's out."""
 
@@ -107,11 +113,14 @@ class Metrics:
         """Count ``router``'s calls and the refusals of its MCP handlers while the block runs (the app's lifespan)."""
         router.observers.append(self.observe_call)
         refusals.observers.append(self.reject)
+        cuts = router.budget.observers if router.budget is not None else []
+        cuts.append(self.observe_cut)
         try:
             yield
         finally:
             router.observers.remove(self.observe_call)
             refusals.observers.remove(self.reject)
+            cuts.remove(self.observe_cut)
 
     def observe_call(self, tool: str, kind: str, seconds: float) -> None:
         """Count one call: ``kind`` is ``ok``, ``cancelled``, ``input_required`` or the error kind."""
@@ -123,6 +132,10 @@ class Metrics:
             )
         children[0].inc()
         children[1].observe(seconds)
+
+    def observe_cut(self, tool: str) -> None:
+        """Count a result cut to its budget (``tool`` is a served tool's name)."""
+        self.truncated.labels(tool=tool).inc()
 
     def reject(self, reason: str) -> None:
         self.rejected.labels(reason=reason).inc()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import secrets
+import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apcore import Identity
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from starlette.requests import HTTPConnection
 
+from apcore_mcp._sdk import connection_of
 from apcore_mcp.calls.context import CallContext, Peer
 from apcore_mcp.calls.dry_run import DRY_RUN_META
 from apcore_mcp.calls.limits import principal_key
@@ -33,6 +37,22 @@ def http_scope(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, Any] | None:
     return request.scope if isinstance(request, HTTPConnection) else None
 
 
+class ConnectionTokens:
+    """A random token per live client connection (never an ``id()``, which a later connection may reuse)."""
+
+    def __init__(self) -> None:
+        self._tokens: weakref.WeakKeyDictionary[Connection, str] = weakref.WeakKeyDictionary()
+
+    def of(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        connection = connection_of(ctx)
+        if connection is None:
+            return None
+        token = self._tokens.get(connection)
+        if token is None:
+            token = self._tokens[connection] = secrets.token_urlsafe(16)
+        return token
+
+
 @dataclass(frozen=True)
 class Edge:
     """What every MCP handler needs to turn a request into a call context."""
@@ -40,6 +60,7 @@ class Edge:
     identify: Identify
     log_levels: LogLevels
     input_timeout: float
+    connections: ConnectionTokens = field(default_factory=ConnectionTokens)
 
     def call_context(
         self,
@@ -61,6 +82,7 @@ class Edge:
             peer=peer,
             principal=principal_of(scope),  # its token's scopes, checked on the module the router will run
             caller=principal_key(scope),
+            connection=self.connections.of(ctx),
             meta=call_meta(meta, progress_token),
             origin="explorer" if scope is not None and EXPLORER_SCOPE_KEY in scope else "mcp",
             release=ctx.close_sse_stream,

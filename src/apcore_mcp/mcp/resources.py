@@ -15,6 +15,8 @@ from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp._sdk import connection_of
+from apcore_mcp.calls.budget import owner_of
+from apcore_mcp.calls.kept_results import RESULT_SCHEME
 from apcore_mcp.calls.router import CallRouter
 from apcore_mcp.mcp.admission import Refusals
 from apcore_mcp.mcp.edge import Edge
@@ -130,6 +132,8 @@ class ResourceHandlers:
             if tool is None or tool.view is None:
                 raise not_found(uri)
             return complete({"contents": [tool.view.contents()]}, modern=is_modern(ctx))
+        if uri.startswith(RESULT_SCHEME):
+            return complete(self._kept_result(ctx, uri), modern=is_modern(ctx))
         found = self._resolve(uri)
         if found is None:
             raise not_found(uri)
@@ -149,6 +153,15 @@ class ResourceHandlers:
         spec = record.resource
         assert spec is not None
         return complete({"contents": [contents_of(uri, outcome.value, spec.mime_type)]}, modern=is_modern(ctx))
+
+    def _kept_result(self, ctx: ServerRequestContext[Any, Any], uri: str) -> dict[str, Any]:
+        """A whole result kept behind a cut one's link: its caller's only, "not found" for anyone else."""
+        links = self.router.budget.links if self.router.budget is not None else None
+        owner = owner_of(self.edge.call_context(ctx)) if links is not None else None
+        text = links.read(owner, uri) if links is not None and owner is not None else None
+        if text is None:
+            raise not_found(uri)
+        return {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
 
     def _resolve(self, uri: str) -> tuple[ToolRecord, dict[str, str]] | None:
         for record in self.catalog.resource_records():

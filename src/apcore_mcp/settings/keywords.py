@@ -53,6 +53,9 @@ class SettingsOptions(TypedDict, total=False):
     sync_workers: int
     timeout_ceiling_ms: int | None
     max_output_bytes: int
+    max_result_bytes: int | None
+    result_overflow_links: bool
+    minimal_text_with_structured: bool
     max_body_bytes: int
     header_timeout: float
     body_timeout: float

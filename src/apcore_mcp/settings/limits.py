@@ -27,6 +27,26 @@ class LimitSettings:
         group="limits",
         kind="int",
     )
+    max_result_bytes: int | None = option(
+        None,
+        "result budget in bytes (JSON of the content blocks and `structuredContent`); a larger result is cut "
+        "and the cut announced in a last text block; a module's `mcp.max_result_bytes` annotation may lower it",
+        group="limits",
+        kind="int",
+        default_text="no budget",
+    )
+    result_overflow_links: bool = option(
+        False,
+        "keep a cut result whole for 5 minutes behind a `result://` resource link only the same caller may read",
+        group="limits",
+        kind="bool",
+    )
+    minimal_text_with_structured: bool = option(
+        False,
+        "2026-07-28 era: the text block of a result with `structuredContent` is a one-line summary, not its JSON",
+        group="limits",
+        kind="bool",
+    )
     max_body_bytes: int = option(
         4 * 1024 * 1024,
         "largest HTTP request body (chunked too; a larger one is answered 413) and stdio message accepted, in bytes",
@@ -117,6 +137,11 @@ def check_limits(s: LimitSettings) -> None:
         raise SettingError(
             "max_output_bytes", f"max_output_bytes must be an integer >= 1024, got {s.max_output_bytes!r}"
         )
+    budget = s.max_result_bytes
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or not (budget == 0 or budget >= 256)
+    ):
+        raise SettingError("max_result_bytes", f"max_result_bytes must be 0 (off) or an integer >= 256, got {budget!r}")
     share = s.max_caller_share
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
         raise SettingError("max_caller_share", f"max_caller_share must be a number in (0, 1], got {share!r}")
