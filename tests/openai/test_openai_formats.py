@@ -196,7 +196,7 @@ def test_defer_loading_marks_every_function_and_adds_tool_search() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"format": "xml"}, "format must be one of chat, responses, got 'xml'"),
+        ({"format": "xml"}, "format must be one of chat, responses, agents, got 'xml'"),
         ({"defer_loading": True}, "only in format 'responses'"),
         ({"namespace_size": 3}, "only in format 'responses'"),
         ({"format": "responses", "namespace_size": 0}, "namespace_size must be 1 or more"),
@@ -316,7 +316,7 @@ async def test_the_route_serves_the_responses_format_and_names_non_strict_module
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("format=xml", "format must be one of chat, responses, got 'xml'"),
+        ("format=xml", "format must be one of chat, responses, agents, got 'xml'"),
         ("defer_loading=true", "namespaces and defer_loading exist only in format 'responses'"),
         ("format=responses&namespace_depth=-1", "namespace_depth must be a whole number, got '-1'"),
         ("format=responses&namespace_size=0", "namespace_size must be 1 or more"),
@@ -354,7 +354,7 @@ def run_curl(command: list[str]) -> tuple[int, set[str], str]:
     return int(status_line.split()[1]), {line.split(":", 1)[0].lower() for line in lines}, body
 
 
-def test_the_pages_responses_curl_command_answers(tmp_path: Path) -> None:
+def test_the_pages_responses_and_agents_curl_commands_answer(tmp_path: Path) -> None:
     argv = [str(Path(sys.executable).parent / "apcore-mcp"), "--extensions-dir", "examples/extensions"]
     argv += ["--transport", "streamable-http", "--port", "{port}"]
     server = start_server(command_server(argv, cwd=REPO, health_path="/health"), "streamable-http", tmp_path)
@@ -363,8 +363,15 @@ def test_the_pages_responses_curl_command_answers(tmp_path: Path) -> None:
         command = shlex.split(page_block("openai-responses-curl").replace("http://127.0.0.1:8000", server.base_url))
         assert command[:2] == ["curl", "-i"]
         status, headers, body = run_curl(command)
+        agents = shlex.split(page_block("openai-agents-curl").replace("http://127.0.0.1:8000", server.base_url))
+        assert agents[0] == "curl"
+        agents_status, _, agents_body = run_curl(["curl", "-i", *agents[1:]])
     finally:
         server.stop()
+    assert agents_status == 200
+    (mcp,) = json.loads(agents_body)
+    assert mcp["transport"] == {"type": "http", "server_url": f"{server.base_url}/mcp"}  # the bind address
+    assert mcp["allowed_tools"] == ["files.purge", "geo.distance", "reports.chart", "tasks.schedule", "text.stats"]
     assert status == 200
     assert "x-openai-non-strict" not in headers  # every example module fits
     tools = json.loads(body)

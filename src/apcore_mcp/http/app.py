@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -44,23 +44,18 @@ from apcore_mcp.http.forwarded import ForwardedClient, TrustedProxies
 from apcore_mcp.http.guard import HostOriginGuard, HostPolicy
 from apcore_mcp.http.mcp_front import McpFront, resume_grace_seconds
 from apcore_mcp.http.metrics import HttpMetrics, Metrics, StreamCounter
+from apcore_mcp.http.openai_tools import openai_tools_route
 from apcore_mcp.http.protocol_state import HEADER_TIMEOUT_STATE, MAX_HEADER_BYTES_STATE, REJECT_STATE
 from apcore_mcp.http.server_card import discovery_routes, is_discovery_path
 from apcore_mcp.http.sessions import SessionManager
 from apcore_mcp.http.shutdown import drain_when_stopping, reset_streams, take_over_stream_draining
 from apcore_mcp.http.sse import MCP_PATH, MESSAGES_PATH, SSE_PATH, MessagesEndpoint, SseAcrossWorkers, SseEndpoint
 from apcore_mcp.http.toolsets import ToolsetEndpoints
-from apcore_mcp.openai import check_filters, functions_from_records, select_records
-from apcore_mcp.openai.formats import FORMATS, ResponsesOptions, check_format, render
 from apcore_mcp.settings import Settings
-from apcore_mcp.tools.records import ToolRecord
 from apcore_mcp.types import RegistryOrExecutor
 
 logger = logging.getLogger(__name__)
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-_MAX_RENDERED = 64  # distinct /openai/tools queries kept per catalog generation
 
 
 def create_app(
@@ -302,107 +297,11 @@ def service_routes(service: BridgeService, metrics: Metrics) -> list[BaseRoute]:
     async def metrics_text(_request: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    # Rendered bodies per query, valid for one catalog generation (strict mode on 1,000 tools
-    # costs ~50 ms to compute; a repeated GET then costs a dict lookup).
-    rendered: dict[tuple[Any, ...], tuple[bytes, dict[str, str]]] = {}
-    rendered_generation = -1
-
-    async def openai_tools(request: Request) -> Response:
-        try:
-            options = parse_openai_query(request)
-        except ValueError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        nonlocal rendered_generation
-        generation = bridge.catalog.generation
-        if generation != rendered_generation or len(rendered) >= _MAX_RENDERED:
-            rendered.clear()
-            rendered_generation = generation
-        key = tuple(options.values())
-        cached = rendered.get(key)
-        if cached is None:
-            cached = _render_openai(bridge.catalog.records(), options)
-            if bridge.catalog.generation == generation:
-                rendered[key] = cached
-        body, headers = cached
-        return Response(body, media_type="application/json", headers=headers)
-
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
-        Route("/openai/tools", openai_tools, methods=["GET"]),
+        openai_tools_route(bridge),
     ]
     if settings.metrics:
         routes.append(Route("/metrics", metrics_text, methods=["GET"]))
     return routes
-
-
-def parse_openai_query(request: Request) -> dict[str, Any]:
-    """``strict``, ``embed_annotations`` (booleans), ``tags`` (repeatable), ``prefix``; ``format``
-    (``chat`` or ``responses``) and, for ``responses``, ``namespace_depth``, ``namespace_size``
-    (whole numbers) and ``defer_loading`` (boolean).
-
-    Raises:
-        ValueError: an unknown parameter or a bad value (the message names it).
-    """
-    query = request.query_params
-    unknown = sorted(set(query) - set(_OPENAI_PARAMETERS))
-    if unknown:
-        raise ValueError(f"Unknown query parameter: {unknown[0]}")
-    options: dict[str, Any] = {name: _flag(query.get(name), name) for name in ("strict", "embed_annotations")}
-    tags = [tag for value in query.getlist("tags") for tag in value.split(",")] if "tags" in query else None
-    prefix = query.get("prefix")
-    check_filters(tags, prefix)
-    defaults = ResponsesOptions()
-    responses = ResponsesOptions(
-        namespace_depth=_integer(query.get("namespace_depth"), "namespace_depth", defaults.namespace_depth),
-        namespace_size=_integer(query.get("namespace_size"), "namespace_size", defaults.namespace_size),
-        defer_loading=_flag(query.get("defer_loading"), "defer_loading"),
-    )
-    output_format = query.get("format", FORMATS[0])
-    check_format(output_format, responses)
-    options.update(tags=tuple(tags) if tags is not None else None, prefix=prefix)
-    options.update(format=output_format, responses=responses)
-    return options
-
-
-_OPENAI_PARAMETERS = (
-    "strict",
-    "embed_annotations",
-    "tags",
-    "prefix",
-    "format",
-    "namespace_depth",
-    "namespace_size",
-    "defer_loading",
-)
-NON_STRICT_HEADER = "X-OpenAI-Non-Strict"
-"""Names the modules asked for strict but listed non-strict: ``name: reason; name: reason``."""
-
-
-def _render_openai(records: Iterable[ToolRecord], options: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
-    """The body of ``/openai/tools`` for parsed ``options``, and its headers."""
-    selected = select_records(records, tags=options["tags"], prefix=options["prefix"])
-    functions = functions_from_records(
-        selected, strict=options["strict"], embed_annotations=options["embed_annotations"]
-    )
-    body = bytes(JSONResponse(render(functions, options["format"], options["responses"])).body)
-    reasons = [f"{function.name}: {function.non_strict_reason}" for function in functions if function.non_strict_reason]
-    return body, ({NON_STRICT_HEADER: "; ".join(reasons)} if reasons else {})
-
-
-def _integer(value: str | None, name: str, default: int) -> int:
-    if value is None:
-        return default
-    if not value.isdigit():
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(value)
-
-
-def _flag(value: str | None, name: str) -> bool:
-    if value is None:
-        return False
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise ValueError(f"{name} must be true or false, got {value!r}")

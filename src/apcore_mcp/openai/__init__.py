@@ -9,6 +9,8 @@ from typing import Any
 
 from apcore import Executor, Registry
 
+from apcore_mcp.openai.agents import DEFAULT_SERVER_LABEL, AgentsOptions, check_agents, to_agents_tools
+from apcore_mcp.openai.agents import MAX_AGENTS_TOOLS_BYTES as MAX_AGENTS_TOOLS_BYTES
 from apcore_mcp.openai.formats import (
     NAMESPACE_SIZE,
     Format,
@@ -105,6 +107,9 @@ def to_openai_tools(
     namespace_size: int = NAMESPACE_SIZE,
     namespace_description: NamespaceDescriber | None = None,
     defer_loading: bool = False,
+    agents_form: str = "functions",
+    server_url: str | None = None,
+    server_label: str = DEFAULT_SERVER_LABEL,
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for every module of a Registry (or an Executor's registry).
 
@@ -113,6 +118,12 @@ def to_openai_tools(
     the first ``namespace_depth`` segments of module ids (``0``: no namespaces), each described
     by ``namespace_description(prefix, {module id: description})`` or a generated summary;
     ``defer_loading`` defers every function to tool search (``responses`` only).
+
+    ``format="agents"`` gives the Agents API's tools (``POST /agents``): with
+    ``agents_form="functions"`` every function deferred (``defer_loading``) plus one
+    ``tool_search`` tool; with ``agents_form="mcp"`` one ``mcp`` tool reaching the MCP server at
+    ``server_url`` (labelled ``server_label``) whose ``allowed_tools`` are the modules listed.
+    A list over the Agents API's 3 MiB of JSON raises ``ValueError`` naming its size.
 
     ``strict`` applies OpenAI strict mode; a module whose strict schema would exceed OpenAI's
     limits is listed with ``strict: false`` and its own schema (the reason is logged).
@@ -123,17 +134,45 @@ def to_openai_tools(
 
     Raises:
         TypeError: ``registry_or_executor`` is neither a Registry nor an Executor.
-        ValueError: an empty tag or prefix, an unknown format, namespace or ``defer_loading``
-            options with ``format="chat"``.
+        ValueError: an empty tag or prefix, an unknown format or form, namespace or
+            ``defer_loading`` options outside ``format="responses"``, Agents options outside
+            ``format="agents"``, ``strict`` or ``embed_annotations`` with the ``mcp`` form, an
+            Agents list over 3 MiB.
     """
     registry = registry_of(registry_or_executor)
     check_filters(tags, prefix)
     responses = ResponsesOptions(namespace_depth, namespace_size, namespace_description, defer_loading)
     check_format(format, responses)
+    agents = AgentsOptions(agents_form, server_url, server_label)
+    check_agents(format, agents, strict=strict, embed_annotations=embed_annotations)
     catalog = ToolCatalog(registry, tags=tags, prefix=prefix)
     catalog.load()
-    functions = functions_from_records(catalog.records(), embed_annotations=embed_annotations, strict=strict)
-    return render(functions, format, responses)
+    tools, _ = render_records(
+        catalog.records(), format, responses, agents, strict=strict, embed_annotations=embed_annotations
+    )
+    return tools
+
+
+def render_records(
+    records: Sequence[ToolRecord],
+    format: Format,
+    responses: ResponsesOptions,
+    agents: AgentsOptions,
+    *,
+    strict: bool = False,
+    embed_annotations: bool = False,
+) -> tuple[list[dict[str, Any]], list[OpenAIFunction]]:
+    """The ``tools`` of ``records`` in ``format``, and the functions made (none for the Agents ``mcp`` form).
+
+    Raises:
+        ValueError: an Agents list over 3 MiB (the message names its size).
+    """
+    if format == "agents" and agents.form == "mcp":
+        return to_agents_tools((), [record.name for record in records], agents), []
+    functions = functions_from_records(records, embed_annotations=embed_annotations, strict=strict)
+    if format == "agents":
+        return to_agents_tools(functions, (), agents), functions
+    return render(functions, format, responses), functions
 
 
 def tools_from_records(

@@ -1,4 +1,7 @@
-"""The two OpenAI wire formats of one function list: Chat Completions and Responses (namespaces)."""
+"""OpenAI wire formats of one function list: Chat Completions and Responses (namespaces).
+
+The third format, the Agents API's, is in ``openai/agents.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ from typing import Any, Literal
 
 from apcore_mcp.openai.naming import MAX_NAME_LENGTH, SHORTENED_MARK, normalize_tool_name
 
-Format = Literal["chat", "responses"]
-FORMATS: tuple[Format, ...] = ("chat", "responses")
+Format = Literal["chat", "responses", "agents"]
+FORMATS: tuple[Format, ...] = ("chat", "responses", "agents")
 NAMESPACE_SIZE = 9
 """OpenAI advises fewer than 10 functions per namespace (tool search guide)."""
 MAX_DESCRIPTION = 1_024
@@ -59,18 +62,20 @@ class ResponsesOptions:
 
 
 def check_format(format: str, responses: ResponsesOptions) -> None:
-    """Raise ``ValueError`` for an unknown format, or Responses options given with ``chat``."""
+    """Raise ``ValueError`` for an unknown format, or Responses options given with another format."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if format == "chat" and responses != ResponsesOptions():
+    if format != "responses" and responses != ResponsesOptions():
         raise ValueError("namespaces and defer_loading exist only in format 'responses'")
 
 
 def render(functions: Sequence[OpenAIFunction], format: Format, responses: ResponsesOptions) -> list[dict[str, Any]]:
-    """The ``tools`` list of a request in ``format``."""
+    """The ``tools`` list of a request in ``format`` (``agents``: see ``openai/agents.py``)."""
     if format == "chat":
         return [to_chat_tool(function) for function in functions]
-    return to_responses_tools(functions, responses)
+    if format == "responses":
+        return to_responses_tools(functions, responses)
+    raise ValueError(f"render() makes chat and responses lists, not {format!r}")
 
 
 def to_chat_tool(function: OpenAIFunction) -> dict[str, Any]:
