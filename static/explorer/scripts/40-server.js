@@ -299,6 +299,10 @@ async function showServer(seq) {
   await client.connect();
   let ready = null;
   try { ready = await getJSON((state.config && state.config.readyPath) || "../ready"); } catch (error) { ready = { error: error.message }; }
+  // The card a host reads before it connects (server_card on): shown as served, a link to it above.
+  const cardPath = state.config && state.config.serverCardPath;
+  let card = null;
+  if (cardPath) { try { card = await getJSON(cardPath); } catch (error) { card = null; } }
   if (seq !== views.seq) return;
   views.count.textContent = "";
   const info = client.serverInfo || {};
@@ -311,6 +315,8 @@ async function showServer(seq) {
       el("dl", { class: "facts" }, rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]))),
     client.instructions ? el("section", { class: "card" }, el("h3", { text: "Instructions" }), el("p", { class: "desc", text: client.instructions })) : null,
     el("section", { class: "card", id: "server-capabilities" }, el("h3", { text: "Capabilities" }), jsonView(client.capabilities || {})),
+    card ? el("section", { class: "card", id: "server-card" }, el("h3", { text: "Server card" }),
+      el("p", { class: "meta" }, el("a", { href: cardPath, target: "_blank", rel: "noopener", text: cardPath })), jsonView(card)) : null,
     upstreams ? el("section", { class: "card", id: "upstreams" }, el("h3", { text: "Upstream servers" }), upstreamTable(upstreams)) : null,
     ready && ready.status ? el("p", { class: "meta", id: "ready-status", text: "Readiness: " + ready.status }) : null);
 }

@@ -116,6 +116,9 @@ async def test_the_server_view_shows_its_info_and_capabilities_in_the_chosen_era
         for capability in ("tools", "resources", "prompts", "completions"):
             await expect(capabilities).to_contain_text(f'"{capability}"')
         await expect(page.locator("#ready-status")).to_have_text("Readiness: ready")
+        card = page.locator("#server-card")  # what a host reads before connecting, as served
+        await expect(card.locator("a")).to_have_attribute("href", "/mcp/server-card")
+        await expect(card.locator("pre.json")).to_contain_text('"streamable-http"')
         await page.screenshot(path=str(ARTIFACTS / f"explorer-server-{era}.png"), full_page=True)
         # Back to the tools: the list is there again.
         await page.locator("#view-tools").click()

@@ -189,6 +189,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "mcpPath": f"{root}{prefix}/mcp",
                 "viewFramePath": f"{root}{prefix}{FRAME_PATH}",
                 "readyPath": f"{root}/ready",
+                "serverCardPath": f"{root}/mcp/server-card" if settings.server_card else None,
                 "protocolVersions": PROTOCOL_VERSIONS,
                 "executeSetting": EXECUTE_SETTING,
             }
