@@ -299,6 +299,7 @@ async function showServer(seq) {
   await client.connect();
   let ready = null;
   try { ready = await getJSON((state.config && state.config.readyPath) || "../ready"); } catch (error) { ready = { error: error.message }; }
+  const hidden = await hiddenTools();
   // The card a host reads before it connects (server_card on): shown as served, a link to it above.
   const cardPath = state.config && state.config.serverCardPath;
   let card = null;
@@ -308,7 +309,7 @@ async function showServer(seq) {
   const info = client.serverInfo || {};
   const rows = [["Name", info.name], ["Version", info.version], ["Protocol", client.protocolVersion],
     ["Era", client.era === MCP_MODERN ? "stateless (no session)" : "session " + (client.sessionId() || "")],
-    ["Endpoint", client.endpoint]].filter(([, v]) => v);
+    ["Endpoint", client.endpoint], ["Hidden tools", ready && ready.hidden_tools]].filter(([, v]) => v);
   const upstreams = ready && ready.upstreams;
   setContent($("detail"), el("h2", { text: info.title || info.name || "Server" }),
     el("section", { class: "card", id: "server-info" }, el("h3", { text: "Server" }),
@@ -318,7 +319,36 @@ async function showServer(seq) {
     card ? el("section", { class: "card", id: "server-card" }, el("h3", { text: "Server card" }),
       el("p", { class: "meta" }, el("a", { href: cardPath, target: "_blank", rel: "noopener", text: cardPath })), jsonView(card)) : null,
     upstreams ? el("section", { class: "card", id: "upstreams" }, el("h3", { text: "Upstream servers" }), upstreamTable(upstreams)) : null,
+    hidden ? el("section", { class: "card", id: "hidden-tools" }, el("h3", { text: "Hidden tools (operator)" }), hiddenTable(hidden)) : null,
     ready && ready.status ? el("p", { class: "meta", id: "ready-status", text: "Readiness: " + ready.status }) : null);
+}
+
+/* The operator's list of what is hidden and why (/admin/tools): only an operator's token (or, with
+   auth off, a loopback page with admin_routes on) gets it; anyone else's refusal shows nothing. */
+async function hiddenTools() {
+  const path = state.config && state.config.adminToolsPath;
+  if (!path) return null;
+  try { return (await getJSON(path)).hidden; } catch (error) { return null; }
+}
+
+function reasonText(reason) {
+  switch (reason.kind) {
+    case "discovery": return "cannot be served: " + reason.problem + (reason.file ? " (" + reason.file + ")" : "");
+    case "filter": return "left out by the " + reason.filter + " filter";
+    case "scope": return "needs scope " + (reason.scopes || []).join(" ");
+    case "acl": return "ACL refuses: " + (reason.refused || []).map((c) => c.roles ? c.caller + " without roles" : c.caller).join(", ");
+    case "upstream": return "upstream failed: " + reason.error;
+    default: return reason.kind;
+  }
+}
+
+function hiddenTable(entries) {
+  if (!entries.length) return el("p", { class: "meta", text: "No registered module is hidden from anyone." });
+  return el("table", { class: "upstreams" },
+    el("thead", {}, el("tr", {}, el("th", { text: "module" }), el("th", { text: "why" }))),
+    el("tbody", {}, entries.map((entry) => el("tr", { "data-name": entry.module || entry.upstream },
+      el("td", {}, el("code", { text: entry.module || "upstream " + entry.upstream })),
+      el("td", { text: entry.reasons.map(reasonText).join("; ") })))));
 }
 
 /* /ready's upstream part: {mounted: {name: tools}, failed: {name: reason}, pool: {name: {connected, failures, error}}}. */

@@ -38,6 +38,7 @@ from starlette.types import Scope
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.principal import identity_of
+from apcore_mcp.http.admin import ADMIN_TOOLS_PATH
 from apcore_mcp.http.explorer.views import FRAME_PATH, view_frame_routes
 from apcore_mcp.http.exposure import local_connection
 from apcore_mcp.settings import Settings
@@ -178,6 +179,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
     async def redirect(request: Request) -> Response:
         return RedirectResponse(f"{request.scope.get('root_path', '')}{prefix}/", status_code=308)
 
+    admin_served = settings.auth != "none" or settings.admin_routes
+
     async def config(request: Request) -> JSONResponse:
         root = request.scope.get("root_path", "")  # the app may be mounted inside another (embedding.md)
         return JSONResponse(
@@ -189,6 +192,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "mcpPath": f"{root}{prefix}/mcp",
                 "viewFramePath": f"{root}{prefix}{FRAME_PATH}",
                 "readyPath": f"{root}/ready",
+                # The operator's list (http/admin.py): the page asks it with its token; refused, it shows nothing.
+                "adminToolsPath": f"{root}{ADMIN_TOOLS_PATH}" if admin_served else None,
                 "serverCardPath": f"{root}/mcp/server-card" if settings.server_card else None,
                 "protocolVersions": PROTOCOL_VERSIONS,
                 "executeSetting": EXECUTE_SETTING,
