@@ -5,9 +5,9 @@ A result's size is the compact JSON of its content blocks and its ``structuredCo
 ``ModuleAnnotations(extra={"mcp.max_result_bytes": N})``, the smaller of the two), it is cut:
 
 - ``structuredContent`` keeps every key; its lists keep their first items and its long strings
-  their first characters, as many as fit its share (half the budget when a text block repeats it
-  as JSON, as ours do: that block is rewritten from the cut value). Left out only when even the
-  emptiest form does not fit.
+  their first characters, as many as fit what the other blocks leave (they keep at most half the
+  budget). A text block repeating it as JSON, as ours do, is paid from the same share and
+  rewritten from the cut value. Left out only when even the emptiest form does not fit.
 - Content blocks are kept in order; the first that does not fit is cut if it is text (at a
   character, never inside one) and dropped otherwise, and every block after it is dropped.
 - A final text block announces the cut: bytes sent out of the whole, and how to get the rest
