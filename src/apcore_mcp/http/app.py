@@ -57,7 +57,6 @@ from apcore_mcp.types import RegistryOrExecutor
 logger = logging.getLogger(__name__)
 
 
-
 def create_app(
     registry_or_executor: RegistryOrExecutor | None = None,
     settings: Settings | None = None,
