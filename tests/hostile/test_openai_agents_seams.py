@@ -26,6 +26,7 @@ from tests._support.auth import api_key_entry, bearer
 from tests._support.modules import Echo, module_of
 from tests.openai.test_openai import CropIn, Out, ok
 from tests.openai.test_openai_agents_format import check_agents
+from tests.openai.test_openai_formats import nested
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,6 +39,7 @@ def registry() -> Registry:
     made = Registry()
     for module_id in ("demo.echo", "admin.echo", "admin.purge"):
         made.register(module_id, Echo())
+    made.register("admin.deep", module_of(ok, input=nested(11), output=Out, description="Too deep for strict"))
     return made
 
 
@@ -65,7 +67,7 @@ async def tools_for(http: httpx.AsyncClient, key: str, query: str) -> list[dict[
 async def test_a_caller_with_fewer_scopes_is_allowed_only_what_it_may_call(http: httpx.AsyncClient) -> None:
     # Carol first: her rendering must not be the body Alice gets from the cache.
     carol = await tools_for(http, CAROL, "format=agents&form=mcp")
-    assert carol[0]["allowed_tools"] == ["admin.echo", "admin.purge", "demo.echo"]
+    assert carol[0]["allowed_tools"] == ["admin.deep", "admin.echo", "admin.purge", "demo.echo"]
     alice = await tools_for(http, ALICE, "format=agents&form=mcp")
     check_agents(alice)
     assert alice == [
@@ -90,6 +92,14 @@ async def test_no_format_names_a_hidden_tool(http: httpx.AsyncClient, query: str
     if query.startswith("format=agents"):
         check_agents(alice)
         assert [tool.get("name") for tool in alice] == ["demo-echo", None]  # then tool_search
+
+
+async def test_the_non_strict_header_names_only_the_callers_tools(http: httpx.AsyncClient) -> None:
+    query = "/openai/tools?format=agents&strict=true"
+    carol = await http.get(query, headers=bearer(CAROL))
+    assert carol.headers["X-OpenAI-Non-Strict"] == "admin-deep: 11 object levels (limit 10)"
+    alice = await http.get(query, headers=bearer(ALICE))
+    assert alice.status_code == 200 and "X-OpenAI-Non-Strict" not in alice.headers
 
 
 async def test_a_hidden_tool_named_by_prefix_is_an_empty_list(http: httpx.AsyncClient) -> None:
