@@ -14,14 +14,19 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
+from apcore import Identity
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge, BridgeService
+from apcore_mcp.calls.budget import owner_of
+from apcore_mcp.calls.context import CallContext, Peer
 from apcore_mcp.calls.kept_results import KeptResults
+from apcore_mcp.calls.principal import Principal
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, mcp_client
@@ -175,3 +180,19 @@ async def test_an_upstream_carried_result_is_cut_too(tmp_path: Path) -> None:
     assert sent_bytes(result) <= 1024 and announcement(result)
     assert text.startswith(result.content[0].text) and len(result.content[0].text) < len(text)
     assert isinstance(result.structured_content, dict) and text.startswith(result.structured_content["echo"])
+
+
+def test_callers_without_credentials_never_share_a_kept_result() -> None:
+    # With auth_public_tools every caller without credentials is one "anonymous" principal: its
+    # kept results must not be one pool. Handshake era: each session its own; 2026-07-28: no link.
+    def anonymous(connection: str, era: str) -> CallContext:
+        identity = Identity(id="anonymous", type="anonymous", roles=(), attrs={"scopes": ()})
+        principal = Principal(identity=identity, client_id="anonymous")
+        peer = cast(Peer, SimpleNamespace(era=era))
+        return CallContext(principal=principal, caller="principal::anonymous", connection=connection, peer=peer)
+
+    first, second = anonymous("one", "handshake"), anonymous("two", "handshake")
+    assert owner_of(first) is not None and owner_of(first) != owner_of(second)
+    assert owner_of(anonymous("one", "modern")) is None
+    alice = CallContext(principal=Principal(identity=Identity(id="alice")), caller="principal::alice")
+    assert owner_of(alice) == "principal:principal::alice"

@@ -32,6 +32,8 @@ RESULT_BUDGET_KEY = "mcp.max_result_bytes"
 """The ``ModuleAnnotations.extra`` key giving a module's own result budget in bytes."""
 TRUNCATED_META_KEY = "apcore_mcp/truncated"
 """``_meta`` key of the announcement block: the cut's figures for programs."""
+ANONYMOUS_TYPE = "anonymous"
+"""The identity type of the one principal of every caller without credentials (``auth_public_tools``)."""
 STRING_STEP = 32
 """Characters a long string keeps per list item kept, when structured content is shortened."""
 
@@ -298,11 +300,16 @@ class ResultBudget:
 def owner_of(call: CallContext) -> str | None:
     """Who may read a kept result: the authenticated principal; else the connection (MCP session)
     of a handshake-era call; else, in the 2026-07-28 era, which has no sessions, the caller's address
-    (the local process on stdio and in memory). ``None`` (nothing kept) when there is none of these."""
-    if call.principal is not None:
+    (the local process on stdio and in memory). ``None`` (nothing kept) when there is none of these.
+
+    The principal every caller without credentials shares (``auth_public_tools``) names no one: such a
+    caller is told apart by its session, and in the 2026-07-28 era, where it has none, gets no link.
+    """
+    principal = call.principal
+    if principal is not None and principal.identity.type != ANONYMOUS_TYPE:
         return f"principal:{call.caller}"
     if call.era == "modern":
-        return f"address:{call.caller}"
+        return f"address:{call.caller}" if principal is None else None
     if call.connection is not None:
         return f"connection:{call.connection}"
     return None
