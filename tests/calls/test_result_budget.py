@@ -124,3 +124,11 @@ async def test_metrics_count_cut_results_by_tool() -> None:
         text = await metrics_text(url)
     assert metric(text, "apcore_mcp_tool_results_truncated_total", tool="data.list") == 1
     assert metric(text, "apcore_mcp_tool_results_truncated_total", tool="data.prose") == 1
+
+
+async def test_a_large_result_is_cut_like_a_small_one() -> None:
+    # 100,000 items (about 2.6 MB with the JSON text) take the worker-thread path.
+    async with client_of("memory-modern", max_result_bytes=4096) as client:
+        result = await client.call_tool("data.list", {"count": 100_000})
+    assert sent_bytes(result) <= 4096 and result.structured_content is not None
+    assert result.structured_content["total"] == 100_000 and 0 < len(result.structured_content["items"]) < 200

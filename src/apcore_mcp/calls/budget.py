@@ -269,7 +269,7 @@ class ResultBudget:
         budget = effective_budget(self.max_bytes, module_budget(annotations))
         if budget is None:
             return wire
-        if size_of(wire.get("content")) <= OFFLOAD_BYTES:
+        if _rough_size(wire) <= OFFLOAD_BYTES:
             return self._cut(tool, wire, budget, owner_of(call))
         return await anyio.to_thread.run_sync(self._cut, tool, wire, budget, owner_of(call))
 
@@ -295,6 +295,16 @@ class ResultBudget:
             "description": f"The whole result of this {tool} call, kept for {int(self.links.ttl)} seconds",
             "mimeType": "application/json",
         }
+
+
+def _rough_size(wire: Mapping[str, Any]) -> int:
+    """The characters of the content blocks' strings, twice when ``structuredContent`` repeats them:
+    enough to choose the thread, without encoding the result on the event loop to measure it."""
+    blocks = wire.get("content") or []
+    strings = sum(
+        len(value) for block in blocks if isinstance(block, dict) for value in block.values() if isinstance(value, str)
+    )
+    return 2 * strings if wire.get("structuredContent") is not None else strings
 
 
 def owner_of(call: CallContext) -> str | None:
