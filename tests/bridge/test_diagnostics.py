@@ -49,3 +49,11 @@ def test_filters_and_auth_off() -> None:
     assert "demo.echo" not in found
     tagged = reasons(Bridge.build(executor(), Settings(tags=["billing"])))
     assert tagged["demo.echo"] == [{"kind": "filter", "filter": "tags"}]
+
+
+def test_a_tool_that_is_not_public_is_hidden_from_callers_without_credentials() -> None:
+    settings = Settings(auth="api-key", auth_api_keys=(api_key_entry("k" * 40, "op"),), auth_public_tools=("demo.*",))
+    found = reasons(Bridge.build(executor(), settings))
+    assert "demo.echo" not in found  # public, and the ACL lets everyone reach it
+    assert found["admin.purge"] == [{"kind": "not_public"}]
+    assert found["ops.restart"][0] == {"kind": "not_public"}

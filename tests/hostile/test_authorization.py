@@ -125,22 +125,27 @@ class Route:
     """How a caller past its concurrency share is answered there."""
 
 
+# A call naming a tool the token lacks scopes for is refused at HTTP level, 403 ``insufficient_scope``
+# (the body's name on 2025-11-25, ``http/challenge.py``; ``Mcp-Name`` on 2026-07-28, ``http/auth.py``),
+# which these clients report as a failed request. Legacy SSE answers on its stream: the router's tool error.
+STEP_UP = "error -32603"
+
 ROUTES = [
     Route(
-        "handshake", lambda url, key, tool, args: over_mcp(f"{url}/mcp", key, tool, args, mode="legacy", search=False)
+        "handshake",
+        lambda url, key, tool, args: over_mcp(f"{url}/mcp", key, tool, args, mode="legacy", search=False),
+        refused=STEP_UP,
     ),
-    # 2026-07-28 names the tool in Mcp-Name: the HTTP pre-check answers 403 before the call path,
-    # which this client reports as a failed request.
     Route(
         "modern",
         lambda url, key, tool, args: over_mcp(f"{url}/mcp", key, tool, args, mode="auto", search=False),
-        refused="error -32603",
+        refused=STEP_UP,
     ),
     Route("sse", over_sse),
     Route(
         "explorer",
         lambda url, key, tool, args: over_mcp(f"{url}/explorer/mcp", key, tool, args, mode="auto", search=False),
-        refused="error -32603",
+        refused=STEP_UP,
     ),
     Route(
         "invoke-handshake",
@@ -163,6 +168,7 @@ ROUTES = [
     Route(
         "toolset-endpoint",
         lambda url, key, tool, args: over_mcp(f"{url}/toolsets/team/mcp", key, tool, args, mode="legacy", search=False),
+        refused=STEP_UP,
     ),
 ]
 
@@ -254,7 +260,12 @@ async def test_an_upstream_tool_needs_its_scope_too(search: bool, tmp_path: Path
     config = tmp_path / "upstream.json"
     server = {"command": sys.executable, "args": [str(UPSTREAM)]}
     config.write_text(json.dumps({"mcpServers": {"up": server}}))
-    scoped = {**settings(tmp_path, search=search), "mcp_config": str(config), "auth_tool_scopes": ("up.*=vault",)}
+    # The tool-result form: the router's own answer, not the HTTP layer's 403 before it, is the subject.
+    scoped = {
+        **settings(tmp_path, search=search, auth_challenge="tool-result"),
+        "mcp_config": str(config),
+        "auth_tool_scopes": ("up.*=vault",),
+    }
     async with serving(registry()[0], **scoped) as (url, bridge):
         catalog = bridge.search.catalog if bridge.search is not None else bridge.catalog
         await wait_until(lambda: catalog.get("up.echo") is not None, "the upstream's tools mounted")

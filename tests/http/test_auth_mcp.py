@@ -135,25 +135,24 @@ async def test_unfiltered_lists_are_the_same_for_everyone(issuer: Issuer) -> Non
 
 
 async def test_tool_scopes_inside_message_bodies(issuer: Issuer) -> None:
-    # Handshake era and SSE: the tool name is only in the body, so the MCP layer checks it.
+    # The handshake era names the tool only in the body: http/challenge.py reads it and answers the
+    # 403 step-up challenge (test_public_tools checks the header), as Mcp-Name does on 2026-07-28.
+    # These clients report it as a failed request. SSE answers on its stream: the router's tool error,
+    # as the tool-result form does everywhere.
     async with serving(auth_tool_scopes=["demo.snoop=snoop"]) as url:
-        async with mcp_client(url, issuer.token(MCP, roles=["writer"])) as client:
-            assert text(await client.call_tool("demo.snoop", {"text": "x"})) == (
-                "Access denied: needs scope snoop",
-                True,
-            )
-            assert text(await client.call_tool("demo.echo", {"text": "x"}))[1] is False
+        for mode in ("legacy", "auto"):
+            async with mcp_client(url, issuer.token(MCP, roles=["writer"]), mode=mode) as client:
+                with pytest.raises(MCPError):
+                    await client.call_tool("demo.snoop", {"text": "x"})
+                assert text(await client.call_tool("demo.echo", {"text": "x"}))[1] is False
         async with sse_session(url, issuer.token(SSE, roles=["writer"])) as session:
-            assert text(await session.call_tool("demo.snoop", {"text": "x"})) == (
-                "Access denied: needs scope snoop",
-                True,
-            )
-        # 2026-07-28: the request's Mcp-Name header names the tool, so it is refused at HTTP level with
-        # the 403 step-up challenge (test_auth_http checks the header); this client reports it as an error.
-        async with mcp_client(url, issuer.token(MCP, roles=["writer"]), mode="auto") as client:
-            with pytest.raises(MCPError):
-                await client.call_tool("demo.snoop", {"text": "x"})
-            assert text(await client.call_tool("demo.echo", {"text": "x"}))[1] is False
+            over_sse = await session.call_tool("demo.snoop", {"text": "x"})
+        assert text(over_sse) == ("Access denied: needs scope snoop", True)
+    async with serving(auth_tool_scopes=["demo.snoop=snoop"], auth_challenge="tool-result") as url:
+        async with mcp_client(url, issuer.token(MCP, roles=["writer"])) as client:
+            refused = await client.call_tool("demo.snoop", {"text": "x"})
+    assert text(refused) == ("Access denied: needs scope snoop", True)
+    assert refused.meta is not None and "insufficient_scope" in refused.meta["mcp/www_authenticate"][0]
 
 
 @pytest.mark.parametrize("transport", ["legacy", "auto", "sse"])

@@ -87,7 +87,7 @@ def test_port_zero_binds_a_free_port_and_the_log_and_settings_say_which(tmp_path
 
     import httpx
 
-    from apcore_mcp.http.resource_metadata import public_base
+    from apcore_mcp.calls.signin import public_base
     from apcore_mcp.run.serve import bound_settings
     from apcore_mcp.testing.harness import spawn, stop_process_group
 

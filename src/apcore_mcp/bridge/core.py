@@ -20,6 +20,7 @@ from apcore_mcp.calls.kept_results import KeptResults
 from apcore_mcp.calls.limits import CallLimits
 from apcore_mcp.calls.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.calls.router import CallRouter, Observer
+from apcore_mcp.calls.signin import SignIn
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
@@ -91,12 +92,36 @@ def call_limits(settings: Settings) -> CallLimits:
     )
 
 
-def authorization_for(executor: Executor, settings: Settings, limits: CallLimits) -> Authorization:
+def authorization_for(
+    executor: Executor, settings: Settings, limits: CallLimits, catalog: ToolCatalog
+) -> Authorization:
     """The one check every module run of this server passes (see ``apcore_mcp.calls.authorization``)."""
     rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
     return Authorization(
-        tool_rules=rules, acl=executor_acl(executor), limits=limits, filter_tools=settings.auth_filter_tools
+        tool_rules=rules,
+        acl=executor_acl(executor),
+        limits=limits,
+        filter_tools=settings.auth_filter_tools,
+        signin=signin_for(settings, catalog),
     )
+
+
+def signin_for(settings: Settings, catalog: ToolCatalog) -> SignIn | None:
+    """Public and protected tools (``calls/signin.py``) when auth is on; a module's own word read from ``catalog``."""
+    if settings.auth == "none":
+        return None
+
+    def declared(name: str) -> bool | None:
+        record = catalog.get(name)
+        return record.public if record is not None else None
+
+    # Search mode's meta-tools show each caller what it may see, so the anonymous caller may use them.
+    meta_tools: tuple[str, ...] = ()
+    if settings.tool_mode == "search":
+        from apcore_mcp.bridge.metatools import DESCRIBE_TOOL, INVOKE_TOOL, SEARCH_TOOLS  # as search_front does
+
+        meta_tools = (SEARCH_TOOLS, DESCRIBE_TOOL, INVOKE_TOOL)
+    return SignIn.for_settings(settings, declared, always_public=meta_tools)
 
 
 def result_budget(settings: Settings) -> ResultBudget:
@@ -227,7 +252,7 @@ class Bridge:
         if settings.strict_modules and catalog.problems():
             raise ModuleProblemsError(catalog.problems())
         limits = limits if limits is not None else call_limits(settings)
-        authorization = authorization_for(executor, settings, limits)
+        authorization = authorization_for(executor, settings, limits, catalog)
         # Shared lists, handed over at construction: nothing is re-pointed after the build.
         observers = observed_with.router.observers if observed_with is not None else None
         budget = observed_with.router.budget if observed_with is not None else result_budget(settings)

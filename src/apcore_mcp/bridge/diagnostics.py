@@ -64,6 +64,9 @@ def _reasons(
     if bridge.full_catalog.module(module_id) is None:
         return []  # registered since the last load, not followed (no dynamic): not a hidden tool
     reasons: list[dict[str, Any]] = []
+    signin = bridge.authorization.signin
+    if signin is not None and signin.mixed and not signin.public(module_id):
+        reasons.append({"kind": "not_public"})  # callers without credentials are not served it
     scopes = tool_scopes(bridge.authorization.tool_rules, module_id)
     if scopes and bridge.settings.auth != "none":
         reasons.append({"kind": "scope", "scopes": sorted(scopes)})

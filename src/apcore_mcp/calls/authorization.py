@@ -40,6 +40,7 @@ from apcore_mcp.calls.context import CallContext
 from apcore_mcp.calls.errors import SafeError, module_not_found
 from apcore_mcp.calls.limits import CallLimits, Refusal
 from apcore_mcp.calls.principal import ScopeRules, tool_scopes
+from apcore_mcp.calls.signin import SignIn, is_anonymous
 
 logger = logging.getLogger(__name__)
 
@@ -63,27 +64,46 @@ class Authorization:
         acl: ACL | None = None,
         limits: CallLimits | None = None,
         filter_tools: bool = False,
+        signin: SignIn | None = None,
     ) -> None:
         self.tool_rules = tool_rules
         self.acl = acl
         self.limits = limits if limits is not None else CallLimits()
         self.filter_tools = filter_tools
+        self.signin = signin
 
-    def denial(self, name: str, scopes: frozenset[str] | None) -> SafeError | None:
+    def public(self, name: str) -> bool:
+        """Whether a caller without credentials may use ``name`` (``calls/signin.py``)."""
+        return self.signin is not None and self.signin.public(name)
+
+    def denial(self, name: str, scopes: frozenset[str] | None, origin: str = "mcp") -> SafeError | None:
         """``access_denied`` when ``scopes`` lack one of ``name``'s; ``None`` scopes (no token) are not checked."""
         if scopes is None:
             return None
         missing = tool_scopes(self.tool_rules, name) - scopes
         if not missing:
             return None
-        return SafeError("access_denied", f"Access denied: needs scope {' '.join(sorted(missing))}")
+        meta = self.signin.challenge_meta(origin, name, insufficient=True) if self.signin is not None else None
+        return SafeError("access_denied", f"Access denied: needs scope {' '.join(sorted(missing))}", meta)
+
+    def sign_in(self, name: str, origin: str) -> SafeError:
+        """``unauthenticated``: a caller without credentials called a protected tool it may know of."""
+        meta = self.signin.challenge_meta(origin, name, insufficient=False) if self.signin is not None else None
+        return SafeError("unauthenticated", f"Sign in to use {name}: it is not public", meta)
 
     def check(self, name: str, call: CallContext) -> SafeError | None:
         """The scope check of running module ``name`` for the caller of ``call`` (logged when refused).
 
-        A tool hidden from the caller is answered as an absent one (see the module docstring).
+        A tool hidden from the caller is answered as an absent one (see the module docstring); a
+        caller without credentials may run public tools only, and is asked to sign in for another.
         """
-        denied = module_not_found(name) if self.hides(name, call) else self.denial(name, call.scopes)
+        denied: SafeError | None
+        if self.hides(name, call):
+            denied = module_not_found(name)
+        elif is_anonymous(call.identity):
+            denied = None if self.public(name) else self.sign_in(name, call.origin)
+        else:
+            denied = self.denial(name, call.scopes, call.origin)
         if denied is not None:
             who = call.principal.identity.id if call.principal is not None else call.caller
             logger.info("Refused %s to %r (%s): %s", name, who, call.origin, denied.message)
@@ -103,12 +123,16 @@ class Authorization:
             self.limits.release(call.caller)
 
     def visible(self, scopes: frozenset[str] | None, identity: Identity | None) -> Callable[[str], bool]:
-        """Which tools a caller holding ``scopes`` (``None``: no token) as ``identity`` may see: those it may call."""
+        """Which tools a caller holding ``scopes`` (``None``: no token) as ``identity`` may see: those it may call.
+
+        The anonymous caller may call the public tools only (``calls/signin.py``).
+        """
         context = Context.create(identity=identity)  # one per list, not per tool
         acl = self.acl
+        anonymous = is_anonymous(identity)
 
         def shown(name: str) -> bool:
-            if self.denial(name, scopes) is not None:
+            if not self.public(name) if anonymous else self.denial(name, scopes) is not None:
                 return False
             return acl is None or acl_allows(acl, name, context)
 
@@ -119,8 +143,9 @@ class Authorization:
         return self.visible(call.scopes, call.identity)
 
     def listed(self, scopes: frozenset[str] | None, identity: Identity | None) -> Callable[[str], bool]:
-        """Which tools exist for a caller: with ``filter_tools`` those ``visible`` shows it, else all."""
-        if not self.filter_tools:
+        """Which tools exist for a caller: with ``filter_tools``, and always for the anonymous caller,
+        those ``visible`` shows it; else all."""
+        if not self.filter_tools and not is_anonymous(identity):
             return _every_tool
         return self.visible(scopes, identity)
 

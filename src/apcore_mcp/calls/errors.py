@@ -34,6 +34,7 @@ ErrorKind = Literal[
     "not_found",
     "invalid_input",
     "access_denied",
+    "unauthenticated",
     "approval",
     "timeout",
     "cancelled",
@@ -53,6 +54,8 @@ class SafeError:
 
     kind: ErrorKind
     message: str
+    meta: dict[str, Any] | None = None
+    """The tool error's ``_meta`` (a sign-in challenge: ``calls/signin.py``)."""
 
 
 def module_not_found(name: str) -> SafeError:

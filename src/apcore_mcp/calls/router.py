@@ -373,7 +373,10 @@ def wire_result(outcome: CallOutcome) -> dict[str, Any]:
     if outcome.carried is not None:
         return dict(outcome.carried)
     if outcome.error is not None:
-        return {"content": [{"type": "text", "text": outcome.error.message}], "isError": True}
+        failed: dict[str, Any] = {"content": [{"type": "text", "text": outcome.error.message}], "isError": True}
+        if outcome.error.meta:
+            failed["_meta"] = dict(outcome.error.meta)
+        return failed
     rendered = outcome.rendered
     assert rendered is not None
     result: dict[str, Any] = {"content": list(rendered.blocks), "isError": False}

@@ -146,6 +146,8 @@ def create_app(
         routes += auth.routes
     routes += admin_routes(service, authenticated=auth is not None)
     middleware = middleware_stack(settings, policy, auth, metrics)
+    if auth is not None:
+        middleware += auth.inner_middleware(bridge.authorization)  # reads the body BodyGuard bounded
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.bridge = bridge
     app.state.service = service

@@ -7,7 +7,11 @@ What it does to a request, in order:
 2. ``Authorization`` is taken out of the request before anything else sees it: no route,
    module or upstream ever receives the caller's token (no token passthrough).
 3. Open routes pass: ``/health``, ``/ready``, ``/.well-known/...`` (the metadata documents),
-   the explorer's page and config, and ``/metrics`` when ``auth_metrics`` is off.
+   the explorer's page and config, and ``/metrics`` when ``auth_metrics`` is off. With public
+   tools (``auth_public_tools``), a request without credentials to a route that serves tools
+   (``/mcp``, SSE, the explorer's ``{prefix}/mcp``, a toolset's, ``/openai/tools``) and has no
+   route scope rule passes as the anonymous principal (``calls/signin.py``), which lists and
+   calls the public tools only; ``http/challenge.py`` answers its call of another with a 401.
 4. Every other route needs a valid token for its resource (the audience check: a token
    issued for another server is refused): 401 with ``WWW-Authenticate: Bearer
    resource_metadata="..."`` (and ``error="invalid_token"`` when one was sent), 403
@@ -43,6 +47,8 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apcore_mcp.calls import signin
+from apcore_mcp.calls.authorization import Authorization
 from apcore_mcp.calls.principal import (
     PRINCIPAL_KEY,
     ApiKey,
@@ -54,9 +60,11 @@ from apcore_mcp.calls.principal import (
     route_scopes,
     tool_scopes,
 )
+from apcore_mcp.calls.signin import MCP_RESOURCE, SSE_RESOURCE, Resource, anonymous_principal, resources_for
 from apcore_mcp.http.body import send_json
+from apcore_mcp.http.challenge import ToolChallenges, challenges_apply
 from apcore_mcp.http.jwks import JwksCache
-from apcore_mcp.http.resource_metadata import MCP_RESOURCE, Resource, metadata_routes, resources_for
+from apcore_mcp.http.resource_metadata import metadata_routes
 from apcore_mcp.http.server_card import is_discovery_path
 from apcore_mcp.http.tokens import (
     ApiKeyVerifier,
@@ -69,9 +77,11 @@ from apcore_mcp.http.tokens import (
     load_static_key,
 )
 from apcore_mcp.settings import SettingError, Settings
+from apcore_mcp.settings.upstreams import TOOLSETS_PREFIX
 
 logger = logging.getLogger(__name__)
 
+OPENAI_TOOLS_PATH = "/openai/tools"
 MAX_TOKEN_BYTES = 16 * 1024
 RETRY_AFTER_SECONDS = 30
 
@@ -86,6 +96,8 @@ class AuthPolicy:
     route_rules: tuple[tuple[str, frozenset[str]], ...]
     tool_rules: tuple[tuple[str, frozenset[str]], ...]
     explorer_prefix: str | None
+    anonymous: bool = False
+    """Public tools are on: a request without credentials may reach the routes that serve tools."""
 
     @classmethod
     def for_settings(cls, settings: Settings) -> AuthPolicy:
@@ -103,11 +115,24 @@ class AuthPolicy:
             route_rules=parse_scope_rules(settings.auth_route_scopes, "auth_route_scopes"),
             tool_rules=_precheck_rules(settings),
             explorer_prefix=prefix,
+            anonymous=bool(settings.auth_public_tools),
         )
 
     def is_open(self, path: str) -> bool:
         # Everything under /.well-known/ is public by nature: an unknown document there is a 404, not a 401.
         return path in self.open_paths or path.startswith("/.well-known/") or is_discovery_path(path)
+
+    def admits_anonymous(self, path: str) -> bool:
+        """Whether a request without credentials may reach ``path`` as the anonymous principal."""
+        if not self.anonymous or route_scopes(self.route_rules, path):
+            return False
+        prefix = self.explorer_prefix
+        return (
+            path in (MCP_RESOURCE, SSE_RESOURCE, OPENAI_TOOLS_PATH)
+            or path.startswith("/messages/")
+            or (path.startswith(TOOLSETS_PREFIX + "/") and path.endswith(MCP_RESOURCE))
+            or (prefix is not None and path == prefix + MCP_RESOURCE)
+        )
 
     def resource_for(self, path: str) -> Resource:
         if path == "/sse" or path.startswith("/messages/"):
@@ -139,13 +164,15 @@ class AuthPolicy:
 
 
 def _precheck_rules(settings: Settings) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The tool scope rules the pre-check refuses by: none with ``auth_filter_tools``.
+    """The tool scope rules the pre-check refuses by: none with ``auth_filter_tools``, nor in the
+    ``tool-result`` challenge form.
 
     Filtered, a tool the caller lacks scopes for is hidden, and a hidden tool is answered as an
     absent one by the call router (``calls/authorization.py``): a 403 here would tell it exists.
+    In the ``tool-result`` form the router answers it, with the challenge in the tool error.
     """
     rules = parse_scope_rules(settings.auth_tool_scopes, "auth_tool_scopes")
-    return () if settings.auth_filter_tools else rules
+    return () if settings.auth_filter_tools or settings.auth_challenge != "http" else rules
 
 
 class BearerAuth:
@@ -181,6 +208,11 @@ class BearerAuth:
         needed = self.policy.required(scope)
         if len(credentials) > 1:
             await self._refuse(send, 400, "malformed", resource, "invalid_request", "One Authorization header only")
+            return
+        if not credentials and self.policy.admits_anonymous(scope["path"]):
+            # No user for the SDK: a session opened anonymously serves no token holder, and back.
+            scope[PRINCIPAL_KEY] = anonymous_principal()
+            await self.app(scope, receive, send)
             return
         token = _bearer(credentials[0]) if credentials else None
         if token is None:
@@ -241,15 +273,8 @@ def challenge(
     description: str | None = None,
     scopes: frozenset[str] = frozenset(),
 ) -> str:
-    """The ``WWW-Authenticate`` value (RFC 6750 section 3, RFC 9728 section 5.1)."""
-    params = [f'resource_metadata="{resource.metadata_url}"']
-    if error is not None:
-        params.append(f'error="{error}"')
-    if description is not None:
-        params.append(f'error_description="{_quotable(description)}"')
-    if scopes:
-        params.append(f'scope="{" ".join(sorted(scopes))}"')
-    return "Bearer " + ", ".join(params)
+    """The ``WWW-Authenticate`` value for ``resource`` (RFC 6750 section 3, RFC 9728 section 5.1)."""
+    return signin.challenge(resource.metadata_url, error=error, description=description, scopes=scopes)
 
 
 def to_access_token(principal: Principal) -> AccessToken:
@@ -284,10 +309,6 @@ def _bearer(value: bytes) -> str | None:
     return token
 
 
-def _quotable(text: str) -> str:
-    return "".join(ch for ch in text if ch not in '"\\' and 0x20 <= ord(ch) < 0x7F)
-
-
 # -- assembly ----------------------------------------------------------------------------------
 
 
@@ -305,6 +326,12 @@ class Auth:
             Middleware(AuthContextMiddleware),
         ]
 
+    def inner_middleware(self, authorization: Authorization) -> list[Middleware]:
+        """The layers that read the body (after ``BodyGuard``): 401/403 for a call, when HTTP may say it."""
+        if not challenges_apply(authorization):
+            return []
+        return [Middleware(ToolChallenges, policy=self.policy, authorization=authorization)]
+
 
 def build_auth(settings: Settings, verifier: Verifier | None = None) -> Auth | None:
     """The auth pieces for ``settings`` (``None`` when ``auth`` is ``none``).
@@ -319,6 +346,8 @@ def build_auth(settings: Settings, verifier: Verifier | None = None) -> Auth | N
     auth = Auth(policy, verifier or build_verifier(settings), routes)
     mcp = policy.resources["mcp"]
     logger.info("Authentication on (%s): MCP resource %s, metadata at %s", settings.auth, mcp.url, mcp.metadata_url)
+    if settings.auth_public_tools:
+        logger.info("Public tools (no credentials needed): %s", ", ".join(settings.auth_public_tools))
     return auth
 
 

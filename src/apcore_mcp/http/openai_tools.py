@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.principal import identity_of
-from apcore_mcp.http.resource_metadata import MCP_RESOURCE, public_base
+from apcore_mcp.calls.signin import MCP_RESOURCE, public_base
 from apcore_mcp.openai import check_filters, render_records, select_records
 from apcore_mcp.openai.agents import AgentsOptions, check_agents, server_label
 from apcore_mcp.openai.formats import FORMATS, ResponsesOptions, check_format

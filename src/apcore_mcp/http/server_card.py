@@ -29,7 +29,7 @@ from starlette.types import Scope
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.limits import CallLimits, Refusal
-from apcore_mcp.http.resource_metadata import MCP_RESOURCE, SSE_RESOURCE, public_base, resources_for
+from apcore_mcp.calls.signin import MCP_RESOURCE, SSE_RESOURCE, public_base, resources_for
 from apcore_mcp.http.toolsets import ToolsetEndpoints
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import TOOLSETS_PREFIX
@@ -96,11 +96,14 @@ def remote(kind: str, url: str, versions: list[str], auth: dict[str, Any] | None
 
 
 def authentication(settings: Settings) -> dict[str, Any] | None:
-    """Bearer tokens, and where the RFC 9728 metadata says which (``None``: auth is off)."""
+    """Bearer tokens, and where the RFC 9728 metadata says which (``None``: auth is off).
+
+    Not required when some tools are public (``auth_public_tools``): a client may connect without.
+    """
     if settings.auth == "none":
         return None
     metadata = resources_for(settings)["mcp"].metadata_url
-    return {"required": True, "schemes": ["bearer"], "resourceMetadata": metadata}
+    return {"required": not settings.auth_public_tools, "schemes": ["bearer"], "resourceMetadata": metadata}
 
 
 def catalog(settings: Settings, toolsets: list[str]) -> dict[str, Any]:

@@ -9,6 +9,10 @@ hidden here is answered there as an absent one. A filtered
 list varies by caller, so on 2026-07-28 it is marked ``cacheScope: "private"``. A tool's MCP Apps
 view (``ui://<module id>/view``, ``tools/views.py``) follows its tool: a caller the tool is hidden from
 is not listed the view, and reading it answers "Resource not found".
+
+The anonymous caller (``calls/signin.py``) is always listed this way, with or without
+``auth_filter_tools``: it sees the public tools only. With auth on, every listed tool says what
+it needs as ``securitySchemes``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from apcore_mcp.calls.authorization import Authorization
 from apcore_mcp.calls.principal import principal_of, request_identity
+from apcore_mcp.calls.signin import SignIn, is_anonymous
 from apcore_mcp.mcp.peer import is_modern
 from apcore_mcp.mcp.resources import not_found
 from apcore_mcp.tools.resources import DOCS_SCHEME, DOCS_TEMPLATE
@@ -39,6 +44,11 @@ class ToolAccess:
         """``Authorization.filter_tools``: one setting hides a tool from lists and calls alike."""
         return self.authorization.filter_tools
 
+    @property
+    def active(self) -> bool:
+        """Whether it has anything to do: filtered lists, or auth on (schemes, the anonymous caller)."""
+        return self.filter_list or self.authorization.signin is not None
+
     def listed(self, scope: Mapping[str, Any] | None, identity: Identity | None) -> Callable[[str], bool]:
         """Which tools a list shows the caller of an ASGI ``scope``: all unless lists are filtered.
 
@@ -48,9 +58,12 @@ class ToolAccess:
         return self.authorization.listed(principal.scopes if principal is not None else None, identity)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if not self.filter_list or ctx.method not in _FILTERED:
+        if ctx.method not in _FILTERED:
             return await call_next(ctx)
-        shown = self.listed(getattr(ctx.request, "scope", None), request_identity(ctx.request, self.default_identity))
+        identity = request_identity(ctx.request, self.default_identity)
+        if not self.filter_list and not is_anonymous(identity):
+            return await self._described(ctx, call_next)
+        shown = self.listed(getattr(ctx.request, "scope", None), identity)
         if ctx.method == "resources/read":
             # A tool's view and documentation are seen by whoever sees the tool: else absent ones' answer.
             uri = str((ctx.params or {}).get("uri", ""))
@@ -58,7 +71,7 @@ class ToolAccess:
             if owner is not None and not shown(owner):
                 raise not_found(uri)
             return await call_next(ctx)
-        result = await call_next(ctx)
+        result = await self._described(ctx, call_next)
         if not isinstance(result, dict):
             return result
         if ctx.method == "completion/complete":
@@ -70,6 +83,25 @@ class ToolAccess:
         if is_modern(ctx):
             filtered["cacheScope"] = "private"
         return filtered
+
+    async def _described(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """The answer, each listed tool saying what it needs as ``securitySchemes`` when auth is on."""
+        result = await call_next(ctx)
+        signin = self.authorization.signin
+        if signin is None or ctx.method != "tools/list" or not isinstance(result, dict):
+            return result
+        # New dicts: the listed ones are the list cache's (mcp/tools.py).
+        listed = {**result, "tools": [described(tool, signin) for tool in result.get("tools", [])]}
+        if signin.mixed and is_modern(ctx):
+            listed["cacheScope"] = "private"  # the anonymous caller is listed fewer
+        return listed
+
+
+def described(tool: Mapping[str, Any], signin: SignIn) -> dict[str, Any]:
+    """A wire tool with its ``securitySchemes``: top level (SEP-1488) and in ``_meta``, which every client keeps."""
+    schemes = signin.schemes(str(tool.get("name")))
+    meta = {**(tool.get("_meta") or {}), "securitySchemes": schemes}
+    return {**tool, "securitySchemes": schemes, "_meta": meta}
 
 
 _FILTERED = ("tools/list", "resources/list", "resources/read", "completion/complete")

@@ -210,7 +210,7 @@ def build_server(
     )
     server.extensions[APPS_EXTENSION_ID] = {}  # MCP Apps: module views (tools/views.py), under capabilities.extensions
     server.middleware[:] = [TracedWhenConfigured(m) if is_sdk_tracing(m) else m for m in server.middleware]
-    if access.filter_list:  # otherwise it passes every request through: one layer less per request
+    if access.active:  # otherwise it passes every request through: one layer less per request
         server.middleware.append(access)  # outermost of ours: filters what the list cache below answers
     server.middleware.append(notifier)
     server.middleware.append(request_state_boundary(settings))

@@ -8,8 +8,8 @@ import threading
 from typing import Unpack
 
 from apcore_mcp.bridge import Bridge, registry_of
+from apcore_mcp.calls.signin import http_origin
 from apcore_mcp.http.app import create_app
-from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.run.hooks import CallMetrics, Hook, ServeHooks, StartupHookError
 from apcore_mcp.run.serve import bound_settings, build_settings, one_process, warn_if_deprecated
 from apcore_mcp.run.serving import HttpServer, bind_socket, make_http_server, run_stdio

@@ -22,9 +22,9 @@ from starlette.applications import Starlette
 
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.calls.router import CallRouter
+from apcore_mcp.calls.signin import http_origin
 from apcore_mcp.http.app import create_app, mark_stopping
 from apcore_mcp.http.exposure import LISTEN_STATE
-from apcore_mcp.http.resource_metadata import http_origin
 from apcore_mcp.http.shutdown import drain
 from apcore_mcp.run.hooks import NO_HOOKS, ServeHooks, StartupHookError
 from apcore_mcp.run.protocol.timed import http_protocol, parser_name

@@ -18,13 +18,23 @@ from apcore_mcp.settings.option import SettingError, check_positive, option, set
 from apcore_mcp.settings.upstreams import OLD_TOOLSETS_PREFIX, TOOLSETS_PREFIX
 
 AUTH_MODES: tuple[str, ...] = ("none", "jwt", "api-key")
+CHALLENGE_FORMS: tuple[str, ...] = ("http", "tool-result")
+"""How a caller is asked to sign in (``calls/signin.py``)."""
 MIN_HMAC_SECRET = 32
 """Characters an HS* shared secret needs at least (inline or read from a file)."""
 HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 ASYMMETRIC_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
-_LISTS = ("auth_audience", "auth_algorithms", "auth_scopes", "auth_route_scopes", "auth_tool_scopes", "auth_api_keys")
+_LISTS = (
+    "auth_audience",
+    "auth_algorithms",
+    "auth_scopes",
+    "auth_route_scopes",
+    "auth_tool_scopes",
+    "auth_public_tools",
+    "auth_api_keys",
+)
 _JWT_FIELDS = ("auth_issuer", "auth_jwks_url", "auth_jwt_key", "auth_jwt_key_file")
 _KEY_FIELDS = ("auth_api_keys", "auth_api_keys_file")
 _ENTRY_CHECKS: dict[str, Callable[[Any, str], object]] = {
@@ -92,6 +102,23 @@ class AuthSettings:
         kind="list",
         metavar="GLOB=SCOPE[ SCOPE]",
     )
+    auth_public_tools: tuple[str, ...] = option(
+        (),
+        "tools (globs of module ids) anyone may list and call without credentials while auth protects the"
+        " rest; a module's `mcp_public` metadata wins over them",
+        group="auth",
+        kind="list",
+        metavar="GLOB",
+    )
+    auth_challenge: str = option(
+        "http",
+        "how a caller is asked to sign in for a protected tool: `http` (401/403 with `WWW-Authenticate`,"
+        ' as Claude\'s clients expect) or `tool-result` (a tool error with `_meta["mcp/www_authenticate"]`,'
+        " as ChatGPT's apps expect)",
+        group="auth",
+        kind="choice",
+        choices=CHALLENGE_FORMS,
+    )
     auth_id_claim: str = option("sub", "claim giving the caller identity's id", group="auth")
     auth_roles_claim: str = option(
         "roles", "claim (dotted path) giving its roles: a list or a space-separated string", group="auth"
@@ -158,6 +185,10 @@ def check_auth(s: AuthSettings, *, wildcard_host: bool, execute_token: str | Non
         except ValueError as exc:
             raise SettingError(name, str(exc)) from None
     check_positive(s, "auth_jwks_ttl")
+    if s.auth_challenge not in CHALLENGE_FORMS:
+        raise SettingError(
+            "auth_challenge", f"auth_challenge must be one of: {', '.join(CHALLENGE_FORMS)}, got {s.auth_challenge!r}"
+        )
     for name in ("auth_id_claim", "auth_roles_claim", "stdio_identity_type"):
         if not isinstance(getattr(s, name), str) or not getattr(s, name).strip():
             raise SettingError(name, f"{name} must not be empty")
@@ -191,6 +222,10 @@ def _check_mode(s: AuthSettings, execute_token: str | None) -> None:
             raise SettingError(name, f"{name} is set but auth is {s.auth!r}")
     if s.auth != "none" and execute_token is not None:
         raise SettingError("execute_token", "execute_token does not apply when auth is on (explorer calls use auth)")
+    if s.auth == "none" and s.auth_public_tools:
+        raise SettingError(
+            "auth_public_tools", "auth_public_tools is set but auth is 'none': every tool is public already"
+        )
     if s.auth == "api-key" and not (s.auth_api_keys or s.auth_api_keys_file):
         raise SettingError("auth_api_keys", "auth 'api-key' needs auth_api_keys or auth_api_keys_file")
     if s.auth == "jwt":

@@ -45,8 +45,8 @@ class SettingsOptions(TypedDict, total=False):
     explorer_prefix: str
     allow_execute: bool
     execute_token: str | None
-    server_card: bool
     admin_routes: bool
+    server_card: bool
     http_parser: str
     event_loop: str
     shutdown_timeout: float
@@ -87,6 +87,8 @@ class SettingsOptions(TypedDict, total=False):
     auth_scopes: tuple[str, ...] | list[str]
     auth_route_scopes: tuple[str, ...] | list[str]
     auth_tool_scopes: tuple[str, ...] | list[str]
+    auth_public_tools: tuple[str, ...] | list[str]
+    auth_challenge: str
     auth_id_claim: str
     auth_roles_claim: str
     auth_api_keys: tuple[str, ...] | list[str]

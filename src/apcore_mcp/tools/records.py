@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,8 @@ from apcore_mcp.tools.resources import ResourceSpec, resource_spec
 from apcore_mcp.tools.schema import to_input_schema, to_output_schema
 from apcore_mcp.tools.views import ServedView
 
+PUBLIC_META_KEY = "mcp_public"
+"""The module metadata key declaring a tool public or never public (``calls/signin.py``)."""
 MAX_TOOL_NAME_LENGTH = 128
 """The MCP limit on a tool name (characters ``[A-Za-z0-9_.-]``, which every apcore id satisfies)."""
 
@@ -39,6 +42,8 @@ class ToolRecord:
     """Set when the module serves a resource (read through the Executor) instead of a tool."""
     view: ServedView | None = None
     """The module's MCP Apps view (``tools/views.py``), linked from the tool's ``_meta.ui``."""
+    public: bool | None = None
+    """The module's own ``mcp_public`` metadata (``calls/signin.py``); ``None``: it says nothing."""
     layout: OutputLayout = field(init=False, repr=False, compare=False)
     mcp_tool: types.Tool = field(init=False, repr=False, compare=False)
 
@@ -84,7 +89,20 @@ def build_record(descriptor: ModuleDescriptor) -> ToolRecord:
         tags=tuple(descriptor.tags or ()),
         documentation=descriptor.documentation or "",
         resource=resource_spec(descriptor.module_id, descriptor.description or "", descriptor.metadata),
+        public=declared_public(descriptor.metadata),
     )
+
+
+def declared_public(metadata: Mapping[str, Any] | None) -> bool | None:
+    """A module's ``mcp_public`` metadata: ``True``, ``False`` or absent (``None``).
+
+    Raises:
+        ValueError: it is not a boolean (a typo must not make a tool public or protected by accident).
+    """
+    value = (metadata or {}).get(PUBLIC_META_KEY)
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{PUBLIC_META_KEY} must be true or false, got {value!r}")
+    return value
 
 
 def to_mcp_tool(record: ToolRecord) -> types.Tool:
