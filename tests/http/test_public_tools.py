@@ -9,9 +9,12 @@ scope gets 403 ``insufficient_scope``. Real SDK clients and httpx against uvicor
 from __future__ import annotations
 
 import contextlib
+import shlex
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import pytest_asyncio
@@ -22,9 +25,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.signin import CHALLENGE_META_KEY
+from apcore_mcp.run.cli import discovered_registry, parse_launch
+from apcore_mcp.run.serve import build_settings
 from apcore_mcp.settings import SettingError, Settings
 
 from tests._support.auth import api_key_entry, bearer
+from tests._support.doc_blocks import DOCS, REPO, blocks_of
 from tests._support.hostile import ACCEPT, modern_headers, tool_call
 from tests._support.modules import Echo
 from tests._support.sessions import running_http
@@ -219,3 +225,20 @@ async def test_a_module_whose_mcp_public_is_not_a_boolean_is_a_discovery_problem
     problems = bridge.full_catalog.problems()
     assert [problem.module_id for problem in problems] == ["typo.echo"]
     assert "mcp_public must be true or false" in str(problems[0])
+
+
+async def test_the_docs_example_answers_as_shown() -> None:
+    """docs/public-tools.md: its command served as written, its client run against it, printing what it says."""
+    command, client_code = [block for block in blocks_of(DOCS / "public-tools.md") if block.marker("run by")]
+    argv = shlex.split(command.body.strip())
+    assert argv[0] == "apcore-mcp"
+    launch = parse_launch(argv[1:], {}, raising=True)
+    assert launch.launch["transport"] == "streamable-http"
+    made = build_settings(launch.values)
+    bridge = Bridge.build(discovered_registry(REPO / str(launch.extensions_dir)), made)
+    async with running_http(bridge) as base:
+        code = client_code.body.replace('URL = "http://127.0.0.1:8000/mcp"', f'URL = "{base}/mcp"')
+        done = await anyio.run_process([sys.executable, "-c", code], cwd=REPO, check=False)
+    said = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().splitlines() == said
