@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,35 @@ async def test_the_anonymous_caller_is_one_principal_for_the_rate_limit(tmp_path
     assert all("result" in answer for answer in answers)
     assert "error" in third
     assert "result" in carol  # a signed-in caller has buckets of its own
+
+
+async def test_the_handshake_and_discovery_name_no_protected_tool(url: str) -> None:
+    handshake = Wire(url, era=HANDSHAKE)
+    opened = await handshake.rpc(
+        "initialize", {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    )
+    discovered = await Wire(url, era=MODERN).rpc("server/discover")
+    assert "result" in opened and "result" in discovered
+    assert SECRET not in json.dumps(opened) + json.dumps(discovered)
+
+
+async def test_an_upstream_servers_tools_follow_the_same_globs(tmp_path: Path) -> None:
+    """Tools of a real stdio upstream are modules like any other: public by glob, else protected."""
+    from tests._support.hostile import wait_until
+    from tests._support.sessions import running_http
+    from tests._support.upstreams import UPSTREAM
+
+    config = tmp_path / "upstream.json"
+    servers = {"up": {"command": sys.executable, "args": [str(UPSTREAM)]}}
+    config.write_text(json.dumps({"mcpServers": servers, "toolsets": {"team": {"modules": True}}}))
+    made = settings(tmp_path, mcp_config=str(config), auth_public_tools=("open.*", "up.echo"))
+    bridge = Bridge.build(executor(), made)
+    async with running_http(bridge) as base:
+        await wait_until(lambda: bridge.catalog.get("up.echo") is not None, "the upstream's tools mounted")
+        async with anonymous(f"{base}/mcp", "legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            echoed = await client.call_tool("up.echo", ARGS)
+        others = sorted(r.name for r in bridge.catalog.records() if r.name.startswith("up.") and r.name != "up.echo")
+        refused = [await over_mcp(base, "/mcp", "legacy", name) for name in others]
+    assert sorted(names) == ["open.echo", "up.echo"] and echoed.is_error is False
+    assert others and all(answer.startswith("error ") for answer in refused)  # 401: the client's request failed
