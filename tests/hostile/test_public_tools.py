@@ -129,7 +129,11 @@ def dumped(value: Any) -> str:
 
 async def everything_listed(client: Client) -> str:
     """Every list an MCP client can ask for, and the documentation template's completion."""
-    answers = [await client.list_tools(), await client.list_resources(), await client.list_resource_templates()]
+    answers: list[Any] = [
+        await client.list_tools(),
+        await client.list_resources(),
+        await client.list_resource_templates(),
+    ]
     ref = ResourceTemplateReference(type="ref/resource", uri="docs://{module_id}")
     answers.append(await client.complete(ref, {"name": "module_id", "value": ""}))
     return " ".join(dumped(answer) for answer in answers)

@@ -234,7 +234,7 @@ async def test_the_docs_example_answers_as_shown() -> None:
     assert argv[0] == "apcore-mcp"
     launch = parse_launch(argv[1:], {}, raising=True)
     assert launch.launch["transport"] == "streamable-http"
-    made = build_settings(launch.values)
+    made = build_settings(launch.values)  # type: ignore[arg-type]
     bridge = Bridge.build(discovered_registry(REPO / str(launch.extensions_dir)), made)
     async with running_http(bridge) as base:
         code = client_code.body.replace('URL = "http://127.0.0.1:8000/mcp"', f'URL = "{base}/mcp"')
