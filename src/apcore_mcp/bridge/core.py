@@ -18,9 +18,10 @@ from apcore_mcp.calls.authorization import Authorization, executor_acl
 from apcore_mcp.calls.budget import ResultBudget
 from apcore_mcp.calls.kept_results import KeptResults
 from apcore_mcp.calls.limits import CallLimits
+from apcore_mcp.calls.person_approval import ApprovalPolicy
 from apcore_mcp.calls.principal import parse_scope_rules, stdio_identity
 from apcore_mcp.calls.router import CallRouter, Observer
-from apcore_mcp.calls.signin import SignIn
+from apcore_mcp.calls.signin import SignIn, public_base
 from apcore_mcp.mcp.access import ToolAccess
 from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.server import ApcoreServer, ServerParts, build_server
@@ -72,12 +73,27 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
         return registry_or_executor
     registry = registry_of(registry_or_executor)
     ttl = settings.request_state_ttl
-    handler = AutoApproveHandler() if settings.approval == "auto" else MCPApprovalHandler(state_ttl=ttl)
+    handler = (
+        AutoApproveHandler()
+        if settings.approval == "auto"
+        else MCPApprovalHandler(state_ttl=ttl, policy=approval_policy(settings))
+    )
     return build_executor(
         registry,
         approval_handler=handler,
         sync_workers=settings.sync_workers,
         timeout_ceiling_ms=settings.timeout_ceiling_ms,
+    )
+
+
+def approval_policy(settings: Settings) -> ApprovalPolicy:
+    """Who decides approvals, as the settings say (``approval_policy``, ``destructive_approval``)."""
+    return ApprovalPolicy(
+        default=settings.approval_policy,
+        destructive_person=settings.destructive_approval,
+        page_base=public_base(settings),
+        wait=settings.input_timeout,
+        audit_arguments=settings.audit_arguments,
     )
 
 

@@ -25,7 +25,9 @@ from apcore import Executor
 from apcore.approval import ApprovalRequest, ApprovalResult
 
 from apcore_mcp._apcore import executor_approval_handler
-from apcore_mcp.calls.context import InputRequired, Peer, call_context
+from apcore_mcp.calls.audit import argument_digest, audit_decision, redacted_arguments
+from apcore_mcp.calls.context import CallContext, InputRequired, Peer, call_context
+from apcore_mcp.calls.person_approval import ApprovalDesk, ApprovalPolicy, PendingApproval
 from apcore_mcp.calls.spans import approval_span, tracing_on
 from apcore_mcp.calls.used_approvals import MemoryUsedApprovals, UsedApprovals, UsedApprovalsUnavailable, state_digest
 
@@ -55,6 +57,13 @@ NOT_RECORDED = (
     "replayed, so it does not count; try again later"
 )
 NO_STATE = "a confirmation must come with the requestState of the round that asked for it"
+DENIED = "the operator's approval policy refuses this tool (approval policy: deny)"
+PERSON_CANNOT_ASK = (
+    "a person must approve this tool on the server's approval page, and the client cannot be sent its link "
+    "(it does not support URL elicitation, or the connection has no channel back to it)"
+)
+PERSON_BUSY = "too many approvals are waiting for a person; try again later"
+PERSON_KEY = "person"
 DEFAULT_STATE_TTL = 600.0
 """How long a 2026-07-28 state can live unless told (``Settings.request_state_ttl``'s default)."""
 
@@ -102,9 +111,20 @@ class MCPApprovalHandler:
     served by a bridge, ``DEFAULT_STATE_TTL``.
     """
 
-    def __init__(self, *, used: UsedApprovals | None = None, state_ttl: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        used: UsedApprovals | None = None,
+        state_ttl: float | None = None,
+        policy: ApprovalPolicy | None = None,
+        desk: ApprovalDesk | None = None,
+    ) -> None:
         self.used: UsedApprovals = used if used is not None else MemoryUsedApprovals()
         self.state_ttl = state_ttl
+        self.policy = policy if policy is not None else ApprovalPolicy()
+        """Who decides each module's approval (``client``, ``person`` or ``deny``)."""
+        self.desk = desk if desk is not None else ApprovalDesk()
+        """Where ``person`` approvals wait; the approval page decides on it."""
 
     def cover_states_of(self, ttl: float) -> None:
         """Keep record entries at least ``ttl`` seconds (a server sealing states that live that long)."""
@@ -124,8 +144,13 @@ class MCPApprovalHandler:
 
     async def _approval(self, request: ApprovalRequest) -> ApprovalResult:
         call = call_context(request.context)
+        policy = self.policy.for_module(request.annotations)
+        if policy == "deny":
+            return _rejected(DENIED)
         if call is None:
             return _rejected(NO_CLIENT)
+        if policy == "person":  # neither the explorer's dialog nor the client's own answer counts
+            return await self._person(call, request)
         if call.confirmed:
             return ApprovalResult(status="approved", approved_by=f"{call.origin} confirmation")
         if call.peer is not None and not call.peer.back_channel:
@@ -156,11 +181,90 @@ class MCPApprovalHandler:
         return decision
 
     async def _claim(self, state: str) -> bool:
-        ttl = self.state_ttl if self.state_ttl is not None else DEFAULT_STATE_TTL
-        return await self.used.claim(state_digest(state), ttl)
+        return await self.used.claim(state_digest(state), self._ttl())
+
+    async def _person(self, call: CallContext, request: ApprovalRequest) -> ApprovalResult:
+        """Send the client a link to the approval page, then wait for the person's decision there."""
+        digest = argument_digest(request.arguments)
+        asked_by = caller_name(call)
+        pending = self._resumed(call, request.module_id, digest, asked_by)
+        if pending is None:
+            if call.peer is None or not call.peer.back_channel or not call.peer.can_ask("elicitation"):
+                return _rejected(PERSON_CANNOT_ASK)
+            ttl = self.policy.wait + (self._ttl() if call.era == "modern" else 0.0)
+            arguments = redacted_arguments(request.arguments)
+            pending = self.desk.open(
+                tool=request.module_id, digest=digest, asked_by=asked_by, arguments=arguments, ttl=ttl
+            )
+            if pending is None:
+                return _rejected(PERSON_BUSY)
+        key = f"{PERSON_KEY}-{pending.id}"
+        try:
+            answer = (await call.request_inputs({key: self._link_request(call, request, pending)}))[key]
+        except InputRequired:
+            pending.claimed = False  # 2026-07-28: the retry carrying the link's answer claims it again
+            raise
+        if answer is None or answer.get("action") != "accept":
+            self.desk.close(pending)
+            self._audit(pending, "declined", "mcp client", "url elicitation")
+            return _rejected("the client did not open the approval page")
+        decision = await self.desk.wait(pending, self.policy.wait)
+        self._audit(pending, decision, pending.decided_by or "nobody", pending.how or "timeout")
+        if decision == "approved":
+            return ApprovalResult(status="approved", approved_by=f"person {pending.decided_by}")
+        if decision == "timeout":
+            return ApprovalResult(status="timeout", reason="no person decided on the approval page in time")
+        return _rejected("a person declined on the approval page")
+
+    def _resumed(self, call: CallContext, tool: str, digest: str, asked_by: str) -> PendingApproval | None:
+        """2026-07-28 retry: the pending approval its sealed round asked about, if it is this very call's."""
+        # The keys of ModernPeer.answers come from the server-sealed requestState: a client cannot make one up.
+        answers = getattr(call.peer, "answers", None)
+        if call.era != "modern" or not isinstance(answers, dict):
+            return None
+        for key in answers:
+            prefix, _, approval_id = str(key).partition("-")
+            if prefix != PERSON_KEY:
+                continue
+            pending = self.desk.claim(approval_id)
+            if pending is None:
+                continue
+            if (pending.tool, pending.digest, pending.asked_by) == (tool, digest, asked_by):
+                return pending
+            pending.claimed = False  # another call's approval: it stays for that call
+        return None
+
+    def _link_request(self, call: CallContext, request: ApprovalRequest, pending: PendingApproval) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "mode": "url",
+            "message": f"A person must approve the tool {request.module_id} on this server's approval page.",
+            "url": self.policy.page_url(self.desk.token(pending)),
+        }
+        if call.era == "handshake":
+            params["elicitationId"] = pending.id  # required on the 2025-11-25 wire, gone in 2026-07-28
+        return {"method": "elicitation/create", "params": params}
+
+    def _audit(self, pending: PendingApproval, decision: str, decided_by: str, how: str) -> None:
+        audit_decision(
+            tool=pending.tool,
+            digest=pending.digest,
+            asked_by=pending.asked_by,
+            decision=decision,
+            decided_by=decided_by,
+            how=how,
+            arguments=pending.arguments if self.policy.audit_arguments else None,
+        )
+
+    def _ttl(self) -> float:
+        return self.state_ttl if self.state_ttl is not None else DEFAULT_STATE_TTL
 
     async def check_approval(self, approval_id: str) -> ApprovalResult:
         return _rejected("approvals are given during the call; there is nothing pending to resume")
+
+
+def caller_name(call: CallContext) -> str:
+    """Who asked, as an audit record and the approval page name them: the identity, else the caller key."""
+    return call.identity.id if call.identity is not None else call.caller
 
 
 def _decide(answer: dict[str, Any] | None) -> ApprovalResult:

@@ -33,6 +33,7 @@ from apcore_mcp.bridge.diagnostics import HiddenCount
 from apcore_mcp.bridge.upstreams import readiness
 from apcore_mcp.bridge.workers import EXPLORER_TOKEN, machine_secret
 from apcore_mcp.http.admin import admin_routes
+from apcore_mcp.http.approvals import approval_routes
 from apcore_mcp.http.auth import Auth, build_auth
 from apcore_mcp.http.body import BodyGuard
 from apcore_mcp.http.direct import DirectPath
@@ -145,6 +146,8 @@ def create_app(
     if auth is not None:
         routes += auth.routes
     routes += admin_routes(service, authenticated=auth is not None)
+    approver = settings.auth_approver_scope if auth is not None else None
+    routes += approval_routes(bridge.executor, approver_scope=approver)
     middleware = middleware_stack(settings, policy, auth, metrics)
     if auth is not None:
         middleware += auth.inner_middleware(bridge.authorization)  # reads the body BodyGuard bounded

@@ -148,6 +148,12 @@ class AuthSettings:
         group="auth",
         metavar="SCOPE",
     )
+    auth_approver_scope: str = option(
+        "mcp:approve",
+        "scope a token needs to decide on the approval page (`/approvals/...`) of a `person` approval",
+        group="auth",
+        metavar="SCOPE",
+    )
     stdio_identity: str | None = option(
         None, "identity id stdio (and in-memory) calls run as; none when unset", group="auth", metavar="ID"
     )
@@ -194,6 +200,8 @@ def check_auth(s: AuthSettings, *, wildcard_host: bool, execute_token: str | Non
             raise SettingError(name, f"{name} must not be empty")
     if any(ch.isspace() for ch in s.auth_admin_scope) or not s.auth_admin_scope:
         raise SettingError("auth_admin_scope", "auth_admin_scope must be one scope: a single word")
+    if any(ch.isspace() for ch in s.auth_approver_scope) or not s.auth_approver_scope:
+        raise SettingError("auth_approver_scope", "auth_approver_scope must be one scope: a single word")
     if s.stdio_identity is not None and (not isinstance(s.stdio_identity, str) or not s.stdio_identity.strip()):
         raise SettingError("stdio_identity", "stdio_identity must not be empty")
     if any(any(ch.isspace() for ch in role) for role in s.stdio_roles):

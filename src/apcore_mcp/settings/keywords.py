@@ -31,6 +31,9 @@ class SettingsOptions(TypedDict, total=False):
     resume_max_bytes: int
     resume_stream_max_bytes: int
     approval: str
+    approval_policy: str
+    destructive_approval: bool
+    audit_arguments: bool
     validate_inputs: bool
     request_state_keys: tuple[str, ...] | list[str]
     input_timeout: float
@@ -96,6 +99,7 @@ class SettingsOptions(TypedDict, total=False):
     auth_metrics: bool
     auth_filter_tools: bool
     auth_admin_scope: str
+    auth_approver_scope: str
     stdio_identity: str | None
     stdio_identity_type: str
     stdio_roles: tuple[str, ...] | list[str]

@@ -13,6 +13,7 @@ from apcore_mcp.settings.option import SettingError, as_tuple, check_positive, c
 Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
+APPROVAL_POLICIES: tuple[str, ...] = ("client", "person", "deny")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,28 @@ class ProtocolSettings:
         group="protocol",
         kind="choice",
         choices=APPROVAL_MODES,
+    )
+    approval_policy: str = option(
+        "client",
+        "who decides an approval-gated call: `client` (the client's elicitation answer), `person` (a person "
+        "on this server's approval page, which the client cannot answer for) or `deny` (refused); a module's "
+        "`mcp.approval` annotation may only make its own stricter",
+        group="protocol",
+        kind="choice",
+        choices=APPROVAL_POLICIES,
+    )
+    destructive_approval: bool = option(
+        False,
+        "approval-gated modules marked destructive are decided by a `person` (unless the policy is stricter)",
+        group="protocol",
+        kind="bool",
+    )
+    audit_arguments: bool = option(
+        False,
+        "approval audit records (logger `apcore_mcp.audit`) include the call's arguments, redacted; "
+        "otherwise only their SHA-256 digest",
+        group="protocol",
+        kind="bool",
     )
     validate_inputs: bool = option(
         False,
@@ -143,6 +166,9 @@ def normalize_transport(transport: str) -> str:
 def check_protocol(s: ProtocolSettings) -> None:
     if s.approval not in APPROVAL_MODES:
         raise SettingError("approval", f"approval must be one of: {', '.join(APPROVAL_MODES)}, got {s.approval!r}")
+    if s.approval_policy not in APPROVAL_POLICIES:
+        choices = ", ".join(APPROVAL_POLICIES)
+        raise SettingError("approval_policy", f"approval_policy must be one of: {choices}, got {s.approval_policy!r}")
     keys = as_tuple(s.request_state_keys, "request_state_keys")
     if any(not isinstance(key, str) or len(key) < 32 for key in keys):
         raise SettingError("request_state_keys", "request_state_keys entries must be at least 32 characters")

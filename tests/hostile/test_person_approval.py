@@ -1,0 +1,310 @@
+"""Approval a person decides: nothing the client sends, and no link but the right one, runs the tool.
+
+A ``person`` tool sends the client a URL-mode elicitation pointing at this server's approval
+page; only a decision on that page approves. The attacks: a client answering the elicitation
+itself ("accept", even with ``approve: true``) in both eras; a link replayed, forged, expired
+or taken to another tool's call; an approver whose token lacks the approver scope; a decline
+and a timeout. Real SDK clients of both eras over uvicorn on 127.0.0.1, httpx for the page
+(the browser), raw JSON-RPC for the crafted 2026-07-28 retries. Each module run writes a line
+to a marker file, so "ran" is read from the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from apcore import ModuleAnnotations, Registry
+from mcp import Client, types
+from mcp.client.context import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import BaseModel
+
+from apcore_mcp.http.explorer.page import CONFIRM_HEADER
+
+from tests._support.auth import api_key_entry, bearer
+from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
+
+PERSON = ModuleAnnotations(requires_approval=True, extra={"mcp.approval": "person"})
+URL_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}}
+ERAS = ("legacy", "auto")  # mcp.Client modes: 2025-11-25 handshake, 2026-07-28
+APPROVER_KEY = "approver-key-" + "a" * 32
+CALLER_KEY = "caller-key-" + "c" * 32
+
+
+class WipeIn(BaseModel):
+    marker: str
+    password: str = ""
+
+
+class Wipe:
+    description = "Wipe a target"
+    input_schema = WipeIn
+    annotations = PERSON
+
+    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
+        with open(inputs["marker"], "a") as file:
+            file.write("ran\n")
+        return {"wiped": True}
+
+
+class Shred(Wipe):
+    description = "Shred a target"
+
+
+def person_registry() -> Registry:
+    registry = Registry()
+    registry.register("person.wipe", Wipe())
+    registry.register("person.shred", Shred())
+    return registry
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    return tmp_path / "wiped"
+
+
+def runs(marker: Path) -> int:
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def page_path(link: str) -> str:
+    """The app path of an approval link (the link names ``public_url``, not the test's free port)."""
+    return urlsplit(link).path
+
+
+async def decide(url: str, link: str, choice: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    """What a person's browser does: open the page, press a button (the form's own key)."""
+    async with httpx.AsyncClient(base_url=url, headers=headers or {}, timeout=20) as http:
+        page = await http.get(page_path(link))
+        found = re.search(r'name="form_key" value="([^"]+)"', page.text)
+        key = found.group(1) if found else ""
+        return await http.post(page_path(link), data={"decision": choice, "form_key": key})
+
+
+def link_of(params: types.ElicitRequestParams) -> str:
+    assert isinstance(params, types.ElicitRequestURLParams), params
+    return params.url
+
+
+async def sdk_call(url: str, mode: str, answer: Any, arguments: dict[str, Any], **headers: str) -> types.CallToolResult:
+    """``person.wipe`` called by an SDK client whose elicitation callback is ``answer(params)``."""
+
+    async def on_elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        result: types.ElicitResult = await answer(params)
+        return result
+
+    async with create_mcp_http_client(headers=headers or None) as http:
+        transport = streamable_http_client(f"{url}/mcp", http_client=http)
+        async with Client(transport, mode=mode, cache=None, elicitation_callback=on_elicit) as client:
+            return await client.call_tool("person.wipe", arguments)
+
+
+async def self_approving(params: types.ElicitRequestParams) -> types.ElicitResult:
+    """The client (or its model) saying yes on its own, to any form of the question."""
+    return types.ElicitResult(action="accept", content={"approve": True})
+
+
+def refused(result: types.CallToolResult, why: str) -> None:
+    assert result.is_error, result
+    text = result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
+    assert why in text, text
+
+
+# -- the client cannot approve --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_client_answering_itself_runs_nothing(marker: Path, mode: str) -> None:
+    async with serving(person_registry(), input_timeout=0.5) as (url, _bridge):
+        result = await sdk_call(url, mode, self_approving, {"marker": str(marker)})
+    refused(result, "no person decided")
+    assert runs(marker) == 0
+
+
+async def test_the_explorer_dialog_does_not_approve_a_person_tool(marker: Path) -> None:
+    """The explorer's own confirmation (``confirmed``) counts for ``client`` tools only."""
+    async with serving(person_registry(), explorer=True, input_timeout=0.5) as (url, _bridge):
+        async with httpx.AsyncClient(timeout=20) as http:
+            headers = {"origin": url, CONFIRM_HEADER: "person.wipe"}
+            response = await explorer_call(http, url, "person.wipe", {"marker": str(marker)}, headers)
+    assert runs(marker) == 0, response
+
+
+# -- a person decides on the page ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_person_approving_on_the_page_runs_it_once(
+    marker: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    links: list[str] = []
+
+    async def person_approves(params: types.ElicitRequestParams) -> types.ElicitResult:
+        links.append(link_of(params))
+        assert (await decide(url, links[-1], "approve")).status_code == 200
+        return types.ElicitResult(action="accept")
+
+    caplog.set_level(logging.INFO, logger="apcore_mcp.audit")
+    async with serving(person_registry(), input_timeout=20) as (url, _bridge):
+        result = await sdk_call(url, mode, person_approves, {"marker": str(marker), "password": "hunter2"})
+        assert not result.is_error, result
+        replay = await decide(url, links[0], "approve")
+    assert replay.status_code == 404  # decided and used: the link is spent
+    assert runs(marker) == 1
+    audit = [record.getMessage() for record in caplog.records if record.name == "apcore_mcp.audit"]
+    assert len(audit) == 1 and '"decision": "approved"' in audit[0] and "arguments_sha256" in audit[0]
+    assert "hunter2" not in audit[0] and str(marker) not in audit[0]
+
+
+@pytest.mark.parametrize("choice", ["decline", None])
+async def test_a_decline_or_a_timeout_runs_nothing(marker: Path, choice: str | None) -> None:
+    async def person(params: types.ElicitRequestParams) -> types.ElicitResult:
+        if choice is not None:
+            assert (await decide(url, link_of(params), choice)).status_code == 200
+        return types.ElicitResult(action="accept")
+
+    async with serving(person_registry(), input_timeout=0.5 if choice is None else 20) as (url, _bridge):
+        result = await sdk_call(url, "legacy", person, {"marker": str(marker)})
+    refused(result, "no person decided" if choice is None else "declined")
+    assert runs(marker) == 0
+
+
+# -- links that must decide nothing ----------------------------------------------------------
+
+
+async def raw_call(
+    url: str, name: str, arguments: dict[str, Any], state: str | None = None, answers: Any = None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": URL_META}
+    if state is not None:
+        params["requestState"], params["inputResponses"] = state, answers
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    async with httpx.AsyncClient(timeout=20) as http:
+        response = await http.post(f"{url}/mcp", json=body, headers=modern_headers("tools/call", name))
+    answer: dict[str, Any] = sse_payload(response.text)
+    return answer.get("result") or answer
+
+
+async def first_round(url: str, name: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
+    """A 2026-07-28 call's first round: ``(requestState, the request's key, the approval link)``."""
+    result = await raw_call(url, name, arguments)
+    assert result["resultType"] == "input_required", result
+    [(key, request)] = result["inputRequests"].items()
+    assert request["params"]["mode"] == "url", request
+    return result["requestState"], key, request["params"]["url"]
+
+
+def forgeries(link: str) -> list[str]:
+    approval_id, signature = page_path(link).rsplit("/", 1)[1].split(".")
+    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
+    return [
+        f"/approvals/{approval_id}.{flipped}",
+        f"/approvals/{approval_id}",
+        f"/approvals/{approval_id}.",
+        link + "x",
+    ]
+
+
+async def test_a_forged_link_decides_nothing(marker: Path) -> None:
+    arguments = {"marker": str(marker)}
+    async with serving(person_registry(), input_timeout=0.5) as (url, _bridge):
+        state, key, link = await first_round(url, "person.wipe", arguments)
+        for forged in forgeries(link):
+            assert (await decide(url, forged, "approve")).status_code == 404, forged
+        result = await raw_call(url, "person.wipe", arguments, state, {key: {"action": "accept"}})
+    assert result["isError"] is True, result
+    assert runs(marker) == 0
+
+
+async def test_a_replayed_retry_or_link_runs_nothing_more(marker: Path) -> None:
+    arguments = {"marker": str(marker)}
+    async with serving(person_registry(), input_timeout=20) as (url, _bridge):
+        state, key, link = await first_round(url, "person.wipe", arguments)
+        assert (await decide(url, link, "approve")).status_code == 200
+        answers = {key: {"action": "accept"}}
+        first = await raw_call(url, "person.wipe", arguments, state, answers)
+        assert first["resultType"] == "complete" and first["isError"] is False, first
+        replays = await asyncio.gather(*(raw_call(url, "person.wipe", arguments, state, answers) for _ in range(3)))
+        assert (await decide(url, link, "approve")).status_code == 404
+    assert all(replay["resultType"] == "input_required" for replay in replays), replays  # asked anew
+    assert runs(marker) == 1
+
+
+async def test_a_link_for_one_tool_does_not_run_another(marker: Path) -> None:
+    arguments = {"marker": str(marker)}
+    async with serving(person_registry(), input_timeout=20) as (url, _bridge):
+        state, key, link = await first_round(url, "person.wipe", arguments)
+        assert (await decide(url, link, "approve")).status_code == 200
+        other = await raw_call(url, "person.shred", arguments, state, {key: {"action": "accept"}})
+        changed = await raw_call(url, "person.wipe", {**arguments, "password": "x"}, state, {key: {"action": "accept"}})
+    for response in (other, changed):  # refused at the seal's request binding, or asked anew
+        assert "error" in response or response["resultType"] == "input_required", response
+    assert runs(marker) == 0
+
+
+async def test_an_expired_link_decides_nothing(marker: Path) -> None:
+    links: list[str] = []
+
+    async def late_person(params: types.ElicitRequestParams) -> types.ElicitResult:
+        links.append(link_of(params))
+        return types.ElicitResult(action="accept")
+
+    async with serving(person_registry(), input_timeout=0.3) as (url, _bridge):
+        result = await sdk_call(url, "legacy", late_person, {"marker": str(marker)})
+        refused(result, "no person decided")
+        assert (await decide(url, links[0], "approve")).status_code == 404
+    assert runs(marker) == 0
+
+
+# -- who may decide --------------------------------------------------------------------------
+
+
+async def test_an_approver_without_the_scope_approves_nothing(marker: Path) -> None:
+    keys = (api_key_entry(CALLER_KEY, "caller", scopes="mcp:call"), api_key_entry(APPROVER_KEY, "ops", scopes="x"))
+    statuses: list[int] = []
+
+    async def unscoped_approver(params: types.ElicitRequestParams) -> types.ElicitResult:
+        for token in (CALLER_KEY, APPROVER_KEY):
+            statuses.append((await decide(url, link_of(params), "approve", bearer(token))).status_code)
+        return types.ElicitResult(action="accept")
+
+    async with serving(person_registry(), auth="api-key", auth_api_keys=keys, input_timeout=0.5) as (url, _bridge):
+        result = await sdk_call(url, "legacy", unscoped_approver, {"marker": str(marker)}, **bearer(CALLER_KEY))
+    assert statuses == [403, 403]
+    refused(result, "no person decided")
+    assert runs(marker) == 0
+
+
+async def test_with_auth_off_the_page_answers_loopback_only(marker: Path) -> None:
+    """A request relayed from elsewhere (a trusted proxy naming another client) sees no page."""
+    links: list[str] = []
+
+    async def remote_person(params: types.ElicitRequestParams) -> types.ElicitResult:
+        links.append(link_of(params))
+        headers = {"x-forwarded-for": "203.0.113.9"}
+        assert (await decide(url, links[-1], "approve", headers)).status_code == 404
+        return types.ElicitResult(action="accept")
+
+    settings = {"forwarded_allow_ips": ("127.0.0.1",), "input_timeout": 0.5}
+    async with serving(person_registry(), **settings) as (url, _bridge):
+        result = await sdk_call(url, "legacy", remote_person, {"marker": str(marker)})
+    refused(result, "no person decided")
+    assert runs(marker) == 0
+
+
+# -- the operator's policy -------------------------------------------------------------------
+
+
+async def test_deny_refuses_whatever_the_client_answers(marker: Path) -> None:
+    async with serving(person_registry(), approval_policy="deny") as (url, _bridge):
+        result = await sdk_call(url, "legacy", self_approving, {"marker": str(marker)})
+    refused(result, "approval policy: deny")
+    assert runs(marker) == 0
