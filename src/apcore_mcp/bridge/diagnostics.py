@@ -13,7 +13,10 @@ gets the count alone. Each reason is a dict with a ``kind``:
   ``refused`` callers: among one without an identity (auth off, stdio), the anonymous caller
   and a user without roles (a rule depending on arguments decides only at call time);
 - ``upstream``: a server of the upstream config failed to mount or broke; its tools are not
-  registered at all, so the entry names the ``upstream`` and its ``error`` instead of a module.
+  registered at all, so the entry names the ``upstream`` and its ``error`` instead of a module;
+- ``drift``: an upstream tool held from its pin (``upstream/pins``) and not registered: the entry
+  names the ``upstream`` and its ``tool``, the reason its ``state`` (``changed``, ``new``,
+  ``unpinned``, ``unpinnable``) with the ``pinned`` and ``current`` hashes.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def hidden_tools(bridge: Bridge, upstreams: UpstreamRuntime | None) -> list[Entr
         reasons = _reasons(bridge, module_id, problems.get(module_id), judges)
         if reasons:
             entries.append({"module": module_id, "reasons": reasons})
-    return entries + _failed_upstreams(upstreams)
+    return entries + _failed_upstreams(upstreams) + _drifted(upstreams)
 
 
 def _reasons(
@@ -87,6 +90,18 @@ def _failed_upstreams(upstreams: UpstreamRuntime | None) -> list[Entry]:
     ]
 
 
+def _drifted(upstreams: UpstreamRuntime | None) -> list[Entry]:
+    held = upstreams.pins.held() if upstreams is not None and upstreams.pins is not None else []
+    return [
+        {
+            "upstream": entry.server,
+            "tool": entry.tool,
+            "reasons": [{"kind": "drift", "state": entry.state, "pinned": entry.pinned, "current": entry.current}],
+        }
+        for entry in held
+    ]
+
+
 class HiddenCount:
     """How many entries ``hidden_tools`` has, for ``/ready``: recomputed only when the registry,
     the catalog or the failed upstreams changed, since probes ask often."""
@@ -99,7 +114,8 @@ class HiddenCount:
     def __call__(self, upstreams: UpstreamRuntime | None) -> int:
         status = readiness(upstreams)
         failed = tuple(sorted(status["failed"])) if status is not None else ()
-        key = (self._bridge.full_catalog.generation, self._bridge.registry.count, failed)
+        drifted = status["drifted_tools"] if status is not None else 0
+        key = (self._bridge.full_catalog.generation, self._bridge.registry.count, failed, drifted)
         if key != self._key:
             self._count = len(hidden_tools(self._bridge, upstreams))
             self._key = key

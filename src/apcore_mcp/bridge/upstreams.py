@@ -22,7 +22,7 @@ import anyio
 
 from apcore_mcp.bridge.core import Bridge, main_toolset
 from apcore_mcp.upstream.config.parse import UpstreamConfig
-from apcore_mcp.upstream.mount import mount_upstreams, read_config, reload_upstreams, watch_config
+from apcore_mcp.upstream.mount import mount_upstreams, pins_path, read_config, reload_upstreams, watch_config
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ async def serving_upstreams(
         async with per_toolset, anyio.create_task_group() as tasks:
 
             async def reload() -> None:
+                await runtime.recheck_pins()  # SIGHUP after `pins approve`: every process follows the file
                 config = await anyio.to_thread.run_sync(read_config, settings, environ)  # file I/O
                 if config is None:
                     return
@@ -76,6 +77,9 @@ async def serving_upstreams(
 
             if settings.mcp_config is not None:  # --from-openapi alone has no file to follow
                 tasks.start_soon(partial(watch_config, settings.mcp_config, reload, interval=CONFIG_POLL_SECONDS))
+            pins = pins_path(settings) if runtime.pins is not None else None
+            if pins is not None:
+                tasks.start_soon(partial(watch_config, pins, runtime.recheck_pins, interval=CONFIG_POLL_SECONDS))
             if handle_sighup if handle_sighup is not None else threading.current_thread() is threading.main_thread():
                 await tasks.start(_reload_on_sighup, reload)
             yield runtime
@@ -101,10 +105,13 @@ def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
     those whose connection broke (a message too large, a failed restart) and has not been
     restarted yet, with the short reason (``UpstreamError.public``: the exit code of a stdio
     process, never its command or stderr, which are in the log); ``pool`` has each running
-    server's state and counts of what it sent that was unusable.
+    server's state and counts of what it sent that was unusable; ``drifted_tools`` counts the tools
+    held from their pins (their names and hashes are the operator's: ``/admin/tools``).
     """
     if runtime is None:
         return None
     status = runtime.status()
     broken = {name: entry["error"] for name, entry in status["pool"].items() if "error" in entry}
-    return {"mounted": status["mounted"], "failed": {**status["failed"], **broken}, "pool": status["pool"]}
+    drifted = len(runtime.pins.held()) if runtime.pins is not None else 0
+    failed = {**status["failed"], **broken}
+    return {"mounted": status["mounted"], "failed": failed, "pool": status["pool"], "drifted_tools": drifted}

@@ -227,6 +227,11 @@ def flag_of(field: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["pins"]:  # a subcommand of its own: it serves nothing (run/pins.py)
+        from apcore_mcp.run.pins import pins_main
+
+        sys.exit(pins_main(args[1:], environ))
     try:
         parsed = parse_launch(argv, os.environ if environ is None else environ)
     except UsageError as exc:

@@ -111,3 +111,5 @@ class SettingsOptions(TypedDict, total=False):
     upstream_max_message_bytes: int
     tool_mode: str
     toolset: str | None
+    pins: str | None
+    pins_accept_new: bool

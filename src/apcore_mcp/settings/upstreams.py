@@ -13,7 +13,16 @@ OLD_TOOLSETS_PREFIX = "/scopes"
 """The deprecated old prefix of the toolset endpoints (they were called scopes); it redirects."""
 SOURCES = ("mcp_config", "from_openapi")
 """The settings naming upstream servers to mount: either one is enough."""
-MOUNTING = (*SOURCES, "toolset", "upstreams", "strict_upstreams", "upstream_log_dir", "upstream_max_message_bytes")
+MOUNTING = (
+    *SOURCES,
+    "toolset",
+    "upstreams",
+    "strict_upstreams",
+    "upstream_log_dir",
+    "upstream_max_message_bytes",
+    "pins",
+    "pins_accept_new",
+)
 """The settings of mounting upstream servers: ``SOURCES`` and those meaning something only under one of them."""
 
 
@@ -73,6 +82,20 @@ class UpstreamSettings:
         default_text="`default` (every server, every local module, unless the file defines it)",
         old_names=("scope",),
     )
+    pins: str | None = option(
+        None,
+        "the pins file of the upstream tools (see docs/upstreams.md, Pinned tools and the CI gate)",
+        group="upstreams",
+        default_text="`<config stem>.pins.json` beside `--mcp-config`",
+        metavar="FILE",
+    )
+    pins_accept_new: bool = option(
+        False,
+        "serve (and pin, where the pins file is writable) a new tool of an already pinned upstream at first "
+        "sight, instead of holding it until `apcore-mcp pins approve`",
+        group="upstreams",
+        kind="bool",
+    )
 
 
 def mounts_upstreams(s: UpstreamSettings) -> bool:
@@ -81,11 +104,11 @@ def mounts_upstreams(s: UpstreamSettings) -> bool:
 
 
 def check_upstreams(s: UpstreamSettings) -> None:
-    for what in ("mcp_config", "upstream_log_dir", "toolset"):
+    for what in ("mcp_config", "upstream_log_dir", "toolset", "pins"):
         value = getattr(s, what)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise SettingError(what, f"{what} must not be empty")
-    for what in ("upstreams", "strict_upstreams"):
+    for what in ("upstreams", "strict_upstreams", "pins_accept_new"):
         if not isinstance(getattr(s, what), bool):
             raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
     set_field(s, "from_openapi", as_tuple(s.from_openapi, "from_openapi"))

@@ -23,6 +23,8 @@ from apcore_mcp.settings.upstreams import mounts_upstreams
 from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
 from apcore_mcp.upstream.errors import UpstreamError
 from apcore_mcp.upstream.handles import UpstreamPool
+from apcore_mcp.upstream.pins.keeper import PinKeeper
+from apcore_mcp.upstream.pins.store import default_pins_path
 from apcore_mcp.upstream.toolsets import Switch, UpstreamRuntime
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,25 @@ def served_toolsets(config: UpstreamConfig, main: str | None) -> list[str]:
     """The main endpoint's toolset first, then every toolset of the file (each has an endpoint)."""
     first = main or DEFAULT_TOOLSET
     return [first, *(name for name in config.toolsets if name != first)]
+
+
+def pins_path(settings: Settings) -> Path | None:
+    """The pins file: ``settings.pins``, else ``<config stem>.pins.json`` beside ``mcp_config`` (``None``: neither)."""
+    return Path(settings.pins) if settings.pins is not None else default_pins_path(settings.mcp_config)
+
+
+def keeper_of(settings: Settings) -> PinKeeper | None:
+    """The pins a serving process holds its upstream tools to; read-only under several workers.
+
+    Raises:
+        PinsFileError: the pins file exists and is unusable.
+    """
+    path = pins_path(settings)
+    if path is None:
+        logger.warning("Upstream tools are not pinned: no mcp_config file to put the pins beside (set --pins FILE)")
+        return None
+    # Several workers would race to write one file: pins are then taken with `apcore-mcp pins approve`.
+    return PinKeeper(path, writable=settings.workers <= 1, accept_new=settings.pins_accept_new)
 
 
 def _warn_without_auth(config: UpstreamConfig, settings: Settings) -> None:
@@ -71,6 +92,7 @@ async def mount_upstreams(
         UpstreamsDisabled: upstreams are off and a served toolset names servers.
         UpstreamStartError: strict, and a server could not be started.
         KeyError: ``settings.toolset`` names no toolset of the file.
+        PinsFileError: the pins file exists and is unusable.
     """
     if not mounts_upstreams(settings):
         yield None
@@ -83,7 +105,7 @@ async def mount_upstreams(
         log_dir=settings.upstream_log_dir,
         max_message_bytes=settings.upstream_max_message_bytes,
     ) as pool:
-        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams)
+        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=keeper_of(settings))
         try:
             switch = await runtime.apply(config, served_toolsets(config, settings.toolset))
             if settings.strict_upstreams and switch.failed:

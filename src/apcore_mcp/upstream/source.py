@@ -31,6 +31,7 @@ from apcore_mcp.upstream.errors import UpstreamCredentialsError, UpstreamCredent
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
+from apcore_mcp.upstream.pins.keeper import PinKeeper, warn_unpinned
 from apcore_mcp.upstream.token_exchange.exchange import TokenExchanger, caller_key
 
 logger = logging.getLogger(__name__)
@@ -117,8 +118,18 @@ def principal_of(context: Context, sharing: str) -> str | None:
 class UpstreamSource:
     """One upstream server's tools in ``registry`` (see the module doc)."""
 
-    def __init__(self, spec: ServerSpec, pool: UpstreamPool, registry: Registry, *, segment: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        pool: UpstreamPool,
+        registry: Registry,
+        *,
+        segment: str | None = None,
+        pins: PinKeeper | None = None,
+    ) -> None:
         self.spec = spec
+        self.pins = pins
+        """Which listed tools are served (``upstream/pins``): a drifted or unapproved tool is never registered."""
         self.segment = segment or server_segment(spec.name)
         """The first segment of this server's module ids (``names.server_segments`` over the config)."""
         self.pool = pool
@@ -151,6 +162,7 @@ class UpstreamSource:
         """
         lease = await self.pool.acquire(self.spec)
         self._lease = lease
+        warn_unpinned(self.pins, self.name, pin=self.spec.pin)
         try:
             self._sync(await lease.list_tools())
         except BaseException:
@@ -166,6 +178,8 @@ class UpstreamSource:
             self._unlisten = None
         for module_id in list(self._modules):
             self._unregister(module_id)
+        if self.pins is not None:
+            self.pins.forget(self.name)
         private, self._private = list(self._private.values()), {}
         for entry in private:
             await self.pool.release(entry.lease)
@@ -189,6 +203,12 @@ class UpstreamSource:
             tools = await self._lease.list_tools()
             self._sync(tools)
 
+    async def listed_tools(self) -> list[types.Tool]:
+        """The server's tools as it lists them now, served or held (for ``pins diff``)."""
+        if self._lease is None:
+            raise RuntimeError(f"upstream source {self.name!r} is not open")
+        return await self._lease.list_tools()
+
     def _tools_changed(self) -> None:
         self.pool.spawn(self._refresh_quietly)
 
@@ -199,6 +219,8 @@ class UpstreamSource:
             logger.warning("Upstream %r: tools not refreshed (%s)", self.name, type(exc).__name__)
 
     def _sync(self, tools: list[types.Tool]) -> None:
+        if self.pins is not None:
+            tools = self.pins.admit(self.name, tools, pin=self.spec.pin)
         listed = {tool.name: tool for tool in tools}
         ids = module_ids(self.segment, listed)
         wanted = {ids[name]: tool for name, tool in listed.items()}

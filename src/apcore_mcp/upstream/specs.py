@@ -21,7 +21,7 @@ ALL = "all"
 
 SERVER_KEYS = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "timeout", "enabled", "sharing"}
-    | {"aliases", "protocol", "description", "openapi", "baseUrl", "operations", "auth"}
+    | {"aliases", "protocol", "description", "openapi", "baseUrl", "operations", "auth", "pin"}
 )
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # noqa: S105 - a type name (RFC 8693)
 TOOLSET_KEYS = frozenset({"servers", "modules", "toolMode", "description"})
@@ -91,6 +91,8 @@ class ServerSpec:
     """An ``openapi`` entry's operationIds to mount (``None``: every operation)."""
     token_exchange: TokenExchangeSpec | None = None
     """A url entry's ``auth``: each caller's calls carry a token exchanged for theirs (``upstream.token_exchange``)."""
+    pin: bool = True
+    """Whether its tools are held to their pins (``"pin": false`` turns that off, with a WARNING at mount)."""
     bearer: str | None = field(default=None, compare=False)
     """The exchanged token one caller's connection sends as ``Authorization`` (never from the config, never
     in ``key``: the handle key names that caller's token by a fingerprint instead)."""

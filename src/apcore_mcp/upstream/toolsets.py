@@ -25,6 +25,7 @@ from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.names import server_segments
 from apcore_mcp.upstream.openapi.mount import OpenApiSource
+from apcore_mcp.upstream.pins.keeper import PinKeeper
 from apcore_mcp.upstream.source import UpstreamSource
 from apcore_mcp.upstream.specs import OPENAPI
 
@@ -66,10 +67,14 @@ class UpstreamRuntime:
     that names servers raises ``UpstreamsDisabled``.
     """
 
-    def __init__(self, registry: Any, pool: UpstreamPool, *, enabled: bool = True) -> None:
+    def __init__(
+        self, registry: Any, pool: UpstreamPool, *, enabled: bool = True, pins: PinKeeper | None = None
+    ) -> None:
         self.registry = registry
         self.pool = pool
         self.enabled = enabled
+        self.pins = pins
+        """The pins every mounted server's tools are held to (``None``: pinning off)."""
         self.config = UpstreamConfig()
         self.sources: dict[str, UpstreamSource] = {}
         """The mounted MCP servers."""
@@ -125,10 +130,15 @@ class UpstreamRuntime:
         if spec.transport == OPENAPI:
             pool = self.pool
             source = OpenApiSource(
-                spec, self.registry, segment=segment, max_bytes=pool.max_message_bytes, redactor=pool.redactor
+                spec,
+                self.registry,
+                segment=segment,
+                max_bytes=pool.max_message_bytes,
+                redactor=pool.redactor,
+                pins=self.pins,
             )
         else:
-            source = UpstreamSource(spec, self.pool, self.registry, segment=segment)
+            source = UpstreamSource(spec, self.pool, self.registry, segment=segment, pins=self.pins)
         try:
             await source.open()
         except UpstreamError as exc:
@@ -161,6 +171,20 @@ class UpstreamRuntime:
             self.sources, self.apis = {}, {}
             for source in sources:
                 await source.close()
+
+    async def recheck_pins(self) -> bool:
+        """When the pins file changed (an approval): judge every mounted server's tools again; whether it had."""
+        if self.pins is None or not self.pins.changed():
+            return False
+        async with self._lock:
+            for source in list(self.apis.values()):
+                source.recheck()
+            for upstream in list(self.sources.values()):
+                try:
+                    await upstream.refresh()
+                except UpstreamError as exc:
+                    logger.warning("Upstream %r: tools not judged against the new pins (%s)", upstream.name, exc.public)
+        return True
 
     def status(self) -> dict[str, Any]:
         """For readiness detail (open to anyone): mounted servers with their tool counts, failed ones

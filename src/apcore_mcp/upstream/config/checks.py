@@ -30,6 +30,7 @@ class _Common(NamedTuple):
     protocol: str
     aliases: tuple[str, ...]
     description: str
+    pin: bool
 
 
 def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | None:
@@ -51,9 +52,11 @@ def check_server(name: Any, raw: Any, problems: list[Problem]) -> ServerSpec | N
         protocol=_choice(raw.get("protocol", "auto"), PROTOCOLS, f"{where}.protocol", problems),
         aliases=tuple(_strings(raw.get("aliases", []), f"{where}.aliases", problems)),
         description=_text(raw.get("description", ""), f"{where}.description", problems),
+        pin=raw.get("pin", True) is not False,
     )
-    if not isinstance(raw.get("enabled", True), bool):
-        problems.append(Problem(f"{where}.enabled", "must be true or false"))
+    for flag in ("enabled", "pin"):
+        if not isinstance(raw.get(flag, True), bool):
+            problems.append(Problem(f"{where}.{flag}", "must be true or false"))
     if transport == OPENAPI:
         spec = _openapi_server(name, raw, where, common, problems)
     elif transport == "stdio":

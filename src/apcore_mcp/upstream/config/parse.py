@@ -200,6 +200,7 @@ def _expand_spec(
         base_url=one(spec.base_url),
         operations=spec.operations,
         token_exchange=_expand_exchange(spec, one),
+        pin=spec.pin,
     )
     redactor.add(secrets)
     # Header and env values are credentials more often than not, whether or not they came from a variable.

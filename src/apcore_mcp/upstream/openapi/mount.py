@@ -27,6 +27,7 @@ from apcore_mcp.upstream.names import module_ids, server_segment
 from apcore_mcp.upstream.openapi.call import ArgumentError, build_request, send
 from apcore_mcp.upstream.openapi.document import base_url, read_document
 from apcore_mcp.upstream.openapi.operations import Operation, OperationError, operations
+from apcore_mcp.upstream.pins.keeper import PinKeeper, warn_unpinned
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,11 @@ class OpenApiSource:
         segment: str | None = None,
         max_bytes: int,
         redactor: Redactor,
+        pins: PinKeeper | None = None,
     ) -> None:
         self.spec = spec
+        self.pins = pins
+        """Which operations are served (``upstream/pins``): a drifted or unapproved one is never registered."""
         self.segment = segment or server_segment(spec.name)
         self.registry = registry
         self._max_bytes = max_bytes
@@ -84,9 +88,8 @@ class OpenApiSource:
         self._base = base_url(self.spec, document)
         self._operations = self._select(document)
         self._client = httpx2.AsyncClient(follow_redirects=False, trust_env=False)
-        ids = module_ids(self.segment, self._operations)
-        for name, operation in self._operations.items():
-            self._register(ids[name], operation)
+        warn_unpinned(self.pins, self.name, pin=self.spec.pin)
+        self.recheck()
         logger.info("OpenAPI server %r mounted: %d operation(s)", self.name, len(self._modules))
 
     def _select(self, document: dict[str, Any]) -> dict[str, Operation]:
@@ -102,6 +105,26 @@ class OpenApiSource:
             logger.warning("OpenAPI server %r: operation %r is not in the document (or left out)", self.name, missing)
         return found
 
+    async def listed_tools(self) -> list[types.Tool]:
+        """Every selected operation as a tool, served or held (for ``pins diff``)."""
+        return [operation.tool for operation in self._operations.values()]
+
+    def recheck(self) -> None:
+        """Register the operations the pins admit and unregister the others (at open, and when the pins change)."""
+        served = {operation.name: operation for operation in self._operations.values()}
+        if self.pins is not None:
+            tools = [operation.tool for operation in served.values()]
+            admitted = {tool.name for tool in self.pins.admit(self.name, tools, pin=self.spec.pin)}
+            served = {name: operation for name, operation in served.items() if name in admitted}
+        ids = module_ids(self.segment, self._operations)
+        for name in self._operations:
+            if name not in served and ids[name] in self._modules:
+                self._modules.pop(ids[name], None)
+                self.registry.unregister(ids[name])
+        for name, operation in served.items():
+            if ids[name] not in self._modules:
+                self._register(ids[name], operation)
+
     def _register(self, module_id: str, operation: Operation) -> None:
         try:
             module = OpenApiTool(self, operation)
@@ -116,6 +139,8 @@ class OpenApiSource:
         for module_id in list(self._modules):
             self._modules.pop(module_id, None)
             self.registry.unregister(module_id)
+        if self.pins is not None:
+            self.pins.forget(self.name)
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()

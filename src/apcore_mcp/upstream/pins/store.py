@@ -1,0 +1,109 @@
+"""The pins file: per server, per tool name, the pinned hash and the definition it was taken from.
+
+It is meant to be committed beside ``mcp.json``, so it is written human-readable and sorted
+(a change to one pin is a one-entry diff), atomically (a temporary file beside it, then
+``os.replace``: a reader sees the old file or the new one, never half of one), mode 0644. The
+definition is kept with the hash so ``pins diff`` can show what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+MAX_PINS_BYTES = 16 * 1024 * 1024
+"""A pins file larger than this is refused (it holds definitions, not data)."""
+SUFFIX = ".pins.json"
+
+
+class PinsFileError(ValueError):
+    """The pins file exists but cannot be used; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    sha256: str
+    definition: dict[str, Any]
+
+
+Pins = dict[str, dict[str, Pin]]
+"""Server name -> tool name -> pin. A server present with no tools is pinned as having none."""
+
+
+def default_pins_path(mcp_config: str | None) -> Path | None:
+    """``<config stem>.pins.json`` beside ``mcp_config`` (``None`` without a config file)."""
+    if mcp_config is None:
+        return None
+    config = Path(mcp_config)
+    return config.with_name(config.stem + SUFFIX)
+
+
+def read_pins(path: Path) -> Pins:
+    """The pins in ``path``; none when it does not exist.
+
+    Raises:
+        PinsFileError: unreadable, too large, not JSON, or not the expected shape.
+    """
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_PINS_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise PinsFileError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_PINS_BYTES:
+        raise PinsFileError(f"{path}: larger than {MAX_PINS_BYTES} bytes")
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:
+        raise PinsFileError(f"{path}: not JSON ({exc})") from None
+    return _parse(raw, path)
+
+
+def _parse(raw: Any, path: Path) -> Pins:
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, dict) or raw.get("version") != FORMAT_VERSION:
+        raise PinsFileError(f'{path}: expected {{"version": {FORMAT_VERSION}, "servers": {{...}}}}')
+    pins: Pins = {}
+    for server, tools in servers.items():
+        if not isinstance(tools, dict):
+            raise PinsFileError(f"{path}: servers.{server} must be an object of tools")
+        pins[server] = {}
+        for name, entry in tools.items():
+            sha = entry.get("sha256") if isinstance(entry, dict) else None
+            pinned = entry.get("definition") if isinstance(entry, dict) else None
+            if not isinstance(sha, str) or not isinstance(pinned, dict):
+                raise PinsFileError(f"{path}: servers.{server}.{name} needs a sha256 and a definition")
+            pins[server][name] = Pin(sha, pinned)
+    return pins
+
+
+def render_pins(pins: Mapping[str, Mapping[str, Pin]]) -> str:
+    """The file's text: sorted, indented, one trailing newline."""
+    servers = {
+        server: {name: {"sha256": pin.sha256, "definition": pin.definition} for name, pin in tools.items()}
+        for server, tools in pins.items()
+    }
+    return json.dumps({"version": FORMAT_VERSION, "servers": servers}, indent=2, sort_keys=True) + "\n"
+
+
+def write_pins(path: Path, pins: Mapping[str, Mapping[str, Pin]]) -> None:
+    """Replace ``path`` with ``pins`` atomically, mode 0644."""
+    text = render_pins(pins).encode()
+    fd, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o644)  # committed, read by every worker: not a secret
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
