@@ -73,6 +73,7 @@ async def test_the_first_mount_pins_every_tool_in_a_sorted_file_beside_the_confi
         name="look",
         description=FIRST["look"],
         input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+        annotations=types.ToolAnnotations(read_only_hint=True),
     )
     assert pins["up"]["look"].sha256 == digest(definition(look))
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"  # stable, reviewable diffs

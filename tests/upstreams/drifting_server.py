@@ -27,7 +27,11 @@ def build(tools_file: Path, calls_file: Path) -> Server[Any]:
         return dict(json.loads(tools_file.read_text()))
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
-        tools = [types.Tool(name=name, description=text, input_schema=SCHEMA) for name, text in described().items()]
+        hints = types.ToolAnnotations(read_only_hint=True)  # the explorer runs it without a confirmation
+        tools = [
+            types.Tool(name=name, description=text, input_schema=SCHEMA, annotations=hints)
+            for name, text in described().items()
+        ]
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
