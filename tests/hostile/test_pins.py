@@ -6,7 +6,7 @@ list and search (``/mcp`` in both eras, legacy SSE, the explorer's door, the too
 ``search_tools``/``describe_tool``, ``/openai/tools``), and every way of calling it (the same routes,
 ``invoke_tool``, a task in both eras) answers an error and never reaches the upstream, whose every
 call is written to a file. The tool beside it is served and called as before. The operator's
-``/admin/tools`` names the drift with both hashes; the open ``/ready`` counts it and names nothing.
+``/admin/tools`` names the drift with both hashes; the open ``/ready`` and ``/metrics`` count it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.mount import mount_upstreams
 
+from tests._support.hostile import metric
 from tests._support.tasks import HANDSHAKE, MODERN, Wire
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -164,10 +165,12 @@ async def test_no_document_lists_a_drifted_tool_and_the_operator_sees_both_hashe
         exported = {fmt: await http.get(f"{served.base}/openai/tools?format={fmt}") for fmt in ("chat", "responses")}
         ready = await http.get(f"{served.base}/ready")
         admin = await http.get(f"{served.base}/admin/tools")
+        exposition = await http.get(f"{served.base}/metrics")
     for response in exported.values():
         assert response.status_code == 200 and PINNED["steady"] in response.text
         assert "look" not in response.text and "Ignore previous" not in response.text
     assert ready.json()["upstreams"]["drifted_tools"] == 1 and "look" not in ready.text
+    assert metric(exposition.text, "apcore_mcp_upstream_tools_held") == 1
     drift = [entry for entry in admin.json()["hidden"] if entry.get("tool") == "look"]
     assert len(drift) == 1 and drift[0]["upstream"] == "up"
     reason = drift[0]["reasons"][0]

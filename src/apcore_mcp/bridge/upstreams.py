@@ -96,6 +96,13 @@ async def _reload_on_sighup(
             await reload()
 
 
+def drifted_count(runtime: UpstreamRuntime | None) -> int:
+    """How many upstream tools are held from their pins now (drifted, new or unpinned): not served."""
+    if runtime is None or runtime.pins is None:
+        return 0
+    return len(runtime.pins.held())
+
+
 def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
     """What ``/ready`` says about upstreams: server names and states, never a secret or a tool name.
 
@@ -112,6 +119,6 @@ def readiness(runtime: UpstreamRuntime | None) -> dict[str, Any] | None:
         return None
     status = runtime.status()
     broken = {name: entry["error"] for name, entry in status["pool"].items() if "error" in entry}
-    drifted = len(runtime.pins.held()) if runtime.pins is not None else 0
+    drifted = drifted_count(runtime)
     failed = {**status["failed"], **broken}
     return {"mounted": status["mounted"], "failed": failed, "pool": status["pool"], "drifted_tools": drifted}

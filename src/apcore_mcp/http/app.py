@@ -30,7 +30,7 @@ from apcore_mcp._jsonbounds import JsonBounds
 from apcore_mcp._redaction import RedactedLogs
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.bridge.diagnostics import HiddenCount
-from apcore_mcp.bridge.upstreams import readiness
+from apcore_mcp.bridge.upstreams import drifted_count, readiness
 from apcore_mcp.bridge.workers import EXPLORER_TOKEN, machine_secret
 from apcore_mcp.http.admin import admin_routes
 from apcore_mcp.http.approvals import approval_routes
@@ -109,6 +109,7 @@ def create_app(
     if endpoints is not None:
         metrics.in_flight = lambda: bridge.router.in_flight + endpoints.in_flight
     service = BridgeService(bridge, toolsets=endpoints)
+    metrics.held_tools = lambda: drifted_count(service.upstreams)
 
     lifespan = functools.partial(
         _lifespan, service=service, manager=manager, metrics=metrics, gate=gate, authenticated=auth is not None

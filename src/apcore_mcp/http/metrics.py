@@ -74,6 +74,14 @@ class Metrics:
         )
         self.session_count: Callable[[], int] = lambda: 0
         """Set by the app: how many sessions are open now."""
+        drifted = Gauge(
+            "apcore_mcp_upstream_tools_held",
+            "Upstream tools not served because they do not match their pin (drifted, new or unpinned)",
+            registry=self.registry,
+        )
+        drifted.set_function(lambda: self.held_tools())
+        self.held_tools: Callable[[], int] = lambda: 0
+        """Set by the app: how many upstream tools the pins hold now."""
         self.in_flight: Callable[[], int] = lambda: router.in_flight
         """How many tool calls are running now (the app adds its toolset endpoints' calls)."""
         self.rejected = Counter(
