@@ -20,14 +20,16 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from apcore import ModuleAnnotations, Registry
+from apcore import Executor, ModuleAnnotations, Registry
 from mcp import Client, types
 from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel
 
+from apcore_mcp.calls.approval import MCPApprovalHandler
 from apcore_mcp.http.explorer.page import CONFIRM_HEADER
+from apcore_mcp.pipeline import install_pipeline
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
@@ -303,8 +305,13 @@ async def test_with_auth_off_the_page_answers_loopback_only(marker: Path) -> Non
 # -- the operator's policy -------------------------------------------------------------------
 
 
-async def test_deny_refuses_whatever_the_client_answers(marker: Path) -> None:
-    async with serving(person_registry(), approval_policy="deny") as (url, _bridge):
+@pytest.mark.parametrize("own_executor", [False, True])
+async def test_deny_refuses_whatever_the_client_answers(marker: Path, own_executor: bool) -> None:
+    """The setting holds for a user's own Executor with our handler too."""
+    source: Registry | Executor = person_registry()
+    if own_executor:
+        source = install_pipeline(Executor(person_registry(), approval_handler=MCPApprovalHandler()))
+    async with serving(source, approval_policy="deny") as (url, _bridge):
         result = await sdk_call(url, "legacy", self_approving, {"marker": str(marker)})
     refused(result, "approval policy: deny")
     assert runs(marker) == 0

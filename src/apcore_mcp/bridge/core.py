@@ -70,6 +70,7 @@ def executor_for(registry_or_executor: Registry | Executor, settings: Settings) 
     if isinstance(registry_or_executor, Executor):
         if (own := mcp_approval_handler(registry_or_executor)) is not None:
             own.cover_states_of(settings.request_state_ttl)  # its used-approval record outlives our states
+            own.follow_policy(approval_policy(settings))
         return registry_or_executor
     registry = registry_of(registry_or_executor)
     ttl = settings.request_state_ttl

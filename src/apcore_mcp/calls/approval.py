@@ -123,8 +123,14 @@ class MCPApprovalHandler:
         self.state_ttl = state_ttl
         self.policy = policy if policy is not None else ApprovalPolicy()
         """Who decides each module's approval (``client``, ``person`` or ``deny``)."""
+        self._policy_given = policy is not None
         self.desk = desk if desk is not None else ApprovalDesk()
         """Where ``person`` approvals wait; the approval page decides on it."""
+
+    def follow_policy(self, policy: ApprovalPolicy) -> None:
+        """Take the serving settings' policy, unless this handler was built with one of its own."""
+        if not self._policy_given:
+            self.policy = policy
 
     def cover_states_of(self, ttl: float) -> None:
         """Keep record entries at least ``ttl`` seconds (a server sealing states that live that long)."""
