@@ -38,6 +38,9 @@ class ToolAccess:
     def __init__(self, authorization: Authorization | None = None, *, default_identity: Identity | None = None) -> None:
         self.authorization = authorization if authorization is not None else Authorization()
         self.default_identity = default_identity
+        # The list cache (mcp/tools.py) answers the same list object until the catalog changes:
+        # described once per such list, not per request.
+        self._described_for: tuple[object, list[dict[str, Any]]] | None = None
 
     @property
     def filter_list(self) -> bool:
@@ -90,8 +93,11 @@ class ToolAccess:
         signin = self.authorization.signin
         if signin is None or ctx.method != "tools/list" or not isinstance(result, dict):
             return result
-        # New dicts: the listed ones are the list cache's (mcp/tools.py).
-        listed = {**result, "tools": [described(tool, signin) for tool in result.get("tools", [])]}
+        tools = result.get("tools", [])
+        if self._described_for is None or self._described_for[0] is not tools:
+            # New dicts: the listed ones are the list cache's.
+            self._described_for = (tools, [described(tool, signin) for tool in tools])
+        listed = {**result, "tools": self._described_for[1]}
         if signin.mixed and is_modern(ctx):
             listed["cacheScope"] = "private"  # the anonymous caller is listed fewer
         return listed
