@@ -26,14 +26,13 @@ import anyio
 
 from apcore_mcp.calls.context import CallContext
 from apcore_mcp.calls.kept_results import KeptResults
+from apcore_mcp.calls.signin import is_anonymous
 from apcore_mcp.tools.content import dump_json
 
 RESULT_BUDGET_KEY = "mcp.max_result_bytes"
 """The ``ModuleAnnotations.extra`` key giving a module's own result budget in bytes."""
 TRUNCATED_META_KEY = "apcore_mcp/truncated"
 """``_meta`` key of the announcement block: the cut's figures for programs."""
-ANONYMOUS_TYPE = "anonymous"
-"""The identity type of the one principal of every caller without credentials (``auth_public_tools``)."""
 STRING_STEP = 32
 """Characters a long string keeps per list item kept, when structured content is shortened."""
 
@@ -316,7 +315,7 @@ def owner_of(call: CallContext) -> str | None:
     caller is told apart by its session, and in the 2026-07-28 era, where it has none, gets no link.
     """
     principal = call.principal
-    if principal is not None and principal.identity.type != ANONYMOUS_TYPE:
+    if principal is not None and not is_anonymous(principal.identity):
         return f"principal:{call.caller}"
     if call.era == "modern":
         return f"address:{call.caller}" if principal is None else None
