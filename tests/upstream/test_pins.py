@@ -25,7 +25,7 @@ from apcore_mcp.run.pins import pins_main
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.mount import mount_upstreams
 from apcore_mcp.upstream.pins.canonical import definition, digest
-from apcore_mcp.upstream.pins.store import read_pins
+from apcore_mcp.upstream.pins.store import PinsFileError, read_pins
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 DRIFTING = Path(__file__).resolve().parents[1] / "upstreams" / "drifting_server.py"
@@ -215,3 +215,15 @@ async def test_an_openapi_operation_is_pinned_and_held_when_it_drifts(tmp_path: 
     async with mount_upstreams(registry, settings, os.environ) as runtime:
         assert runtime is not None
         assert registry.list() == ["shop.list_items"] and held(runtime) == [("delete_item", "changed")]
+
+
+async def test_an_unusable_pins_file_stops_the_mount_and_the_gate_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    up = Upstream(tmp_path)
+    up.pins.write_text('{"version": 1, "servers": {"up": {"look": "not a pin"}}}')
+    with pytest.raises(PinsFileError, match=r"mcp\.pins\.json: servers\.up\.look needs a sha256"):
+        async with up.mounted():
+            pass
+    assert pins_main(["diff", "--mcp-config", str(up.config)]) == 2
+    assert "servers.up.look needs a sha256" in capsys.readouterr().err

@@ -100,12 +100,13 @@ async def mount_upstreams(
     if config is None:
         config = config_of(settings, environ)
     _warn_without_auth(config, settings)
+    pins = keeper_of(settings)  # before any server starts: an unusable pins file stops here, plainly
     async with UpstreamPool(
         redactor=config.redactor,
         log_dir=settings.upstream_log_dir,
         max_message_bytes=settings.upstream_max_message_bytes,
     ) as pool:
-        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=keeper_of(settings))
+        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=pins)
         try:
             switch = await runtime.apply(config, served_toolsets(config, settings.toolset))
             if settings.strict_upstreams and switch.failed:
