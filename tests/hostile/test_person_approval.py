@@ -20,12 +20,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from apcore import Executor, ModuleAnnotations, Registry
-from mcp import Client, types
-from mcp.client.context import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from pydantic import BaseModel
+from apcore import Executor, Registry
+from mcp import types
 
 from apcore_mcp.calls.approval import MCPApprovalHandler
 from apcore_mcp.http.explorer.page import CONFIRM_HEADER
@@ -33,48 +29,18 @@ from apcore_mcp.pipeline import install_pipeline
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
+from tests._support.person_approval import link_of, person_registry, runs, sdk_call
 
-PERSON = ModuleAnnotations(requires_approval=True, extra={"mcp.approval": "person"})
 URL_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}}
 ERAS = ("legacy", "auto")  # mcp.Client modes: 2025-11-25 handshake, 2026-07-28
 APPROVER_KEY = "approver-key-" + "a" * 32
 CALLER_KEY = "caller-key-" + "c" * 32
-
-
-class WipeIn(BaseModel):
-    marker: str
-    password: str = ""
-
-
-class Wipe:
-    description = "Wipe a target"
-    input_schema = WipeIn
-    annotations = PERSON
-
-    def execute(self, inputs: dict[str, Any], context: Any) -> dict[str, Any]:
-        with open(inputs["marker"], "a") as file:
-            file.write("ran\n")
-        return {"wiped": True}
-
-
-class Shred(Wipe):
-    description = "Shred a target"
-
-
-def person_registry() -> Registry:
-    registry = Registry()
-    registry.register("person.wipe", Wipe())
-    registry.register("person.shred", Shred())
-    return registry
+UNSCOPED_KEY = "unscoped-key-" + "u" * 32
 
 
 @pytest.fixture
 def marker(tmp_path: Path) -> Path:
     return tmp_path / "wiped"
-
-
-def runs(marker: Path) -> int:
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
 def page_path(link: str) -> str:
@@ -89,24 +55,6 @@ async def decide(url: str, link: str, choice: str, headers: dict[str, str] | Non
         found = re.search(r'name="form_key" value="([^"]+)"', page.text)
         key = found.group(1) if found else ""
         return await http.post(page_path(link), data={"decision": choice, "form_key": key})
-
-
-def link_of(params: types.ElicitRequestParams) -> str:
-    assert isinstance(params, types.ElicitRequestURLParams), params
-    return params.url
-
-
-async def sdk_call(url: str, mode: str, answer: Any, arguments: dict[str, Any], **headers: str) -> types.CallToolResult:
-    """``person.wipe`` called by an SDK client whose elicitation callback is ``answer(params)``."""
-
-    async def on_elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
-        result: types.ElicitResult = await answer(params)
-        return result
-
-    async with create_mcp_http_client(headers=headers or None) as http:
-        transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        async with Client(transport, mode=mode, cache=None, elicitation_callback=on_elicit) as client:
-            return await client.call_tool("person.wipe", arguments)
 
 
 async def self_approving(params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -270,17 +218,30 @@ async def test_an_expired_link_decides_nothing(marker: Path) -> None:
 
 
 async def test_an_approver_without_the_scope_approves_nothing(marker: Path) -> None:
-    keys = (api_key_entry(CALLER_KEY, "caller", scopes="mcp:call"), api_key_entry(APPROVER_KEY, "ops", scopes="x"))
+    """Neither the caller nor an operator without ``mcp:approve`` sees the page or the queue; one with it sees both."""
+    keys = (
+        api_key_entry(CALLER_KEY, "caller", scopes="mcp:call"),
+        api_key_entry(UNSCOPED_KEY, "ops", scopes="mcp:admin"),
+        api_key_entry(APPROVER_KEY, "approver", scopes="mcp:approve"),
+    )
     statuses: list[int] = []
+    queued: list[str] = []
 
     async def unscoped_approver(params: types.ElicitRequestParams) -> types.ElicitResult:
-        for token in (CALLER_KEY, APPROVER_KEY):
-            statuses.append((await decide(url, link_of(params), "approve", bearer(token))).status_code)
+        async with httpx.AsyncClient(base_url=url, timeout=20) as http:
+            for token in (CALLER_KEY, UNSCOPED_KEY):
+                statuses.append((await decide(url, link_of(params), "approve", bearer(token))).status_code)
+                statuses.append((await http.get("/approvals", headers=bearer(token))).status_code)
+            queue = (await http.get("/approvals", headers=bearer(APPROVER_KEY))).json()["pending"]
+            page = await http.get(page_path(link_of(params)), headers=bearer(APPROVER_KEY))
+        queued.extend(entry["tool"] for entry in queue)
+        statuses.append(page.status_code)  # the approver could decide, and does not
         return types.ElicitResult(action="accept")
 
     async with serving(person_registry(), auth="api-key", auth_api_keys=keys, input_timeout=0.5) as (url, _bridge):
         result = await sdk_call(url, "legacy", unscoped_approver, {"marker": str(marker)}, **bearer(CALLER_KEY))
-    assert statuses == [403, 403]
+    assert statuses == [403, 403, 403, 403, 200]
+    assert queued == ["person.wipe"]
     refused(result, "no person decided")
     assert runs(marker) == 0
 
@@ -293,6 +254,8 @@ async def test_with_auth_off_the_page_answers_loopback_only(marker: Path) -> Non
         links.append(link_of(params))
         headers = {"x-forwarded-for": "203.0.113.9"}
         assert (await decide(url, links[-1], "approve", headers)).status_code == 404
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=20) as http:
+            assert (await http.get("/approvals")).status_code == 404  # nor the queue
         return types.ElicitResult(action="accept")
 
     settings = {"forwarded_allow_ips": ("127.0.0.1",), "input_timeout": 0.5}

@@ -1,5 +1,7 @@
 """The approval page: ``GET /approvals/<token>`` shows a pending call, ``POST`` decides it.
 
+``GET /approvals`` lists the approvals waiting, for the explorer's queue, to the same people.
+
 A ``person`` approval (``calls/person_approval.py``) sends the client a link to this page. The
 page shows the tool, its arguments (redacted) and who asked, with Approve and Decline buttons.
 Only a person allowed to approve reaches it: with auth on, a token holding
@@ -18,7 +20,7 @@ from urllib.parse import parse_qs
 
 from apcore import Executor
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from apcore_mcp.calls.approval import mcp_approval_handler
@@ -35,6 +37,7 @@ PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
 }
+_NO_STORE = {"Cache-Control": "no-store"}
 NOT_VALID = "This approval link is not valid: it is unknown, expired or already decided."
 
 
@@ -58,7 +61,30 @@ def approval_routes(executor: Executor, *, approver_scope: str | None) -> list[B
             return _page(NOT_VALID, status=404)
         return _page(_form(pending, desk.form_key(token)))
 
-    return [Route(f"{APPROVALS_PATH}/{{token}}", page, methods=["GET", "POST"])]
+    async def queue(request: Request) -> Response:
+        refused = operator_refusal(request, approver_scope)
+        if refused is not None:
+            return refused
+        root = request.scope.get("root_path", "")
+        return JSONResponse({"pending": [_entry(desk, pending, root) for pending in desk.pending()]}, headers=_NO_STORE)
+
+    return [
+        Route(APPROVALS_PATH, queue, methods=["GET"]),
+        Route(f"{APPROVALS_PATH}/{{token}}", page, methods=["GET", "POST"]),
+    ]
+
+
+def _entry(desk: ApprovalDesk, pending: PendingApproval, root: str) -> dict[str, object]:
+    """One waiting approval as the explorer's queue shows it, with what deciding it takes."""
+    token = desk.token(pending)
+    return {
+        "tool": pending.tool,
+        "asked_by": pending.asked_by,
+        "arguments": pending.arguments,
+        "arguments_sha256": pending.digest,
+        "path": f"{root}{APPROVALS_PATH}/{token}",
+        "form_key": desk.form_key(token),
+    }
 
 
 async def _decide(request: Request, desk: ApprovalDesk, token: str, approver_scope: str | None) -> Response:

@@ -10,5 +10,6 @@ Import from the submodules (this package imports nothing, so the call path, whic
 - ``source``: ``UpstreamSource`` (one server's tools in a registry);
 - ``openapi``: ``OpenApiSource`` (an HTTP API's operations in a registry: an ``openapi`` entry);
 - ``toolsets``: ``UpstreamRuntime.apply`` (toolset switches, reloads) and ``toolset_filter``;
+- ``pins``: ``PinKeeper`` (each tool held to its pinned definition) and the ``pins diff`` gate;
 - ``results``: ``MCP_RESULT_KEY``, ``to_output``, ``mcp_result_of`` (a result across the Executor).
 """

@@ -300,6 +300,7 @@ async function showServer(seq) {
   let ready = null;
   try { ready = await getJSON((state.config && state.config.readyPath) || "../ready"); } catch (error) { ready = { error: error.message }; }
   const hidden = await hiddenTools();
+  const approvals = await pendingApprovals();
   // The card a host reads before it connects (server_card on): shown as served, a link to it above.
   const cardPath = state.config && state.config.serverCardPath;
   let card = null;
@@ -320,6 +321,7 @@ async function showServer(seq) {
       el("p", { class: "meta" }, el("a", { href: cardPath, target: "_blank", rel: "noopener", text: cardPath })), jsonView(card)) : null,
     upstreams ? el("section", { class: "card", id: "upstreams" }, el("h3", { text: "Upstream servers" }), upstreamTable(upstreams)) : null,
     hidden ? el("section", { class: "card", id: "hidden-tools" }, el("h3", { text: "Hidden tools (operator)" }), hiddenTable(hidden)) : null,
+    approvals ? approvalsCard(approvals) : null,
     ready && ready.status ? el("p", { class: "meta", id: "ready-status", text: "Readiness: " + ready.status }) : null);
 }
 

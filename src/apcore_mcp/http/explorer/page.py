@@ -37,6 +37,8 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from apcore_mcp.bridge import Bridge
+from apcore_mcp.calls.approval import mcp_approval_handler
+from apcore_mcp.calls.person_approval import APPROVALS_PATH
 from apcore_mcp.calls.principal import identity_of
 from apcore_mcp.http.admin import ADMIN_TOOLS_PATH
 from apcore_mcp.http.explorer.views import FRAME_PATH, view_frame_routes
@@ -180,6 +182,7 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
         return RedirectResponse(f"{request.scope.get('root_path', '')}{prefix}/", status_code=308)
 
     admin_served = settings.auth != "none" or settings.admin_routes
+    queue_served = mcp_approval_handler(bridge.executor) is not None  # http/approvals.py serves our handler's
 
     async def config(request: Request) -> JSONResponse:
         root = request.scope.get("root_path", "")  # the app may be mounted inside another (embedding.md)
@@ -194,6 +197,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "readyPath": f"{root}/ready",
                 # The operator's list (http/admin.py): the page asks it with its token; refused, it shows nothing.
                 "adminToolsPath": f"{root}{ADMIN_TOOLS_PATH}" if admin_served else None,
+                # The approver's queue (http/approvals.py): refused to anyone else, it shows nothing.
+                "approvalsPath": f"{root}{APPROVALS_PATH}" if queue_served else None,
                 "serverCardPath": f"{root}/mcp/server-card" if settings.server_card else None,
                 "protocolVersions": PROTOCOL_VERSIONS,
                 "executeSetting": EXECUTE_SETTING,
