@@ -227,3 +227,11 @@ async def test_an_unusable_pins_file_stops_the_mount_and_the_gate_naming_it(
             pass
     assert pins_main(["diff", "--mcp-config", str(up.config)]) == 2
     assert "servers.up.look needs a sha256" in capsys.readouterr().err
+
+
+def test_pins_diff_fails_when_a_server_is_left_out_for_a_missing_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    up = Upstream(tmp_path, env={"TOKEN": "${PINS_TEST_UNSET_VARIABLE}"})
+    assert pins_main(["diff", "--mcp-config", str(up.config)], environ={}) == 2
+    assert "up: not reached" in capsys.readouterr().out

@@ -45,7 +45,9 @@ async def live_pins(config: UpstreamConfig, *, max_message_bytes: int) -> Live:
         runtime = UpstreamRuntime(Registry(), pool)
         try:
             switch = await runtime.apply(config, served_toolsets(config, None))
-            live.failed = dict(switch.failed)
+            # A server left out for a missing ${VAR} was not looked at: the gate must not pass over it.
+            skipped = {name: reason for name, reason in config.skipped.items() if reason != "disabled"}
+            live.failed = {**skipped, **switch.failed}
             for name, source in sorted(runtime.mounted.items()):
                 if name not in live.unpinned:
                     live.pins[name] = {tool.name: _pin(tool) for tool in await source.listed_tools()}
