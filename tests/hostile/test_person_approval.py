@@ -131,9 +131,14 @@ async def test_a_decline_or_a_timeout_runs_nothing(marker: Path, choice: str | N
 
 
 async def raw_call(
-    url: str, name: str, arguments: dict[str, Any], state: str | None = None, answers: Any = None
+    url: str,
+    name: str,
+    arguments: dict[str, Any],
+    state: str | None = None,
+    answers: Any = None,
+    meta: dict[str, Any] = URL_META,
 ) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": URL_META}
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": meta}
     if state is not None:
         params["requestState"], params["inputResponses"] = state, answers
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
@@ -161,6 +166,16 @@ def forgeries(link: str) -> list[str]:
         f"/approvals/{approval_id}.",
         link + "x",
     ]
+
+
+async def test_a_client_that_takes_no_links_is_sent_none(marker: Path) -> None:
+    """A client declaring form elicitation only gets no URL request: the call is refused, saying why."""
+    forms_only = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    async with serving(person_registry()) as (url, _bridge):
+        result = await raw_call(url, "person.wipe", {"marker": str(marker)}, meta=forms_only)
+    assert result["resultType"] == "complete" and result["isError"] is True, result
+    assert "cannot be sent its link" in result["content"][0]["text"]
+    assert runs(marker) == 0
 
 
 async def test_a_forged_link_decides_nothing(marker: Path) -> None:

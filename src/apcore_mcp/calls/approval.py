@@ -195,7 +195,7 @@ class MCPApprovalHandler:
         asked_by = caller_name(call)
         pending = self._resumed(call, request.module_id, digest, asked_by)
         if pending is None:
-            if call.peer is None or not call.peer.back_channel or not call.peer.can_ask("elicitation"):
+            if call.peer is None or not call.peer.back_channel or not call.peer.can_ask("url_elicitation"):
                 return _rejected(PERSON_CANNOT_ASK)
             ttl = self.policy.wait + (self._ttl() if call.era == "modern" else 0.0)
             arguments = redacted_arguments(request.arguments)

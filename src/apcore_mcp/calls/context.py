@@ -38,7 +38,7 @@ MCP_CALL_KEY: str = "_mcp_call"
 """``context.data`` key of the ``CallContext`` itself."""
 
 Era = Literal["handshake", "modern", "none"]
-InputKind = Literal["elicitation", "sampling", "roots"]
+InputKind = Literal["elicitation", "url_elicitation", "sampling", "roots"]
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 _KIND_OF_METHOD: dict[str, InputKind] = {
@@ -196,6 +196,9 @@ class CallContext:
 
     def _can_ask(self, request: dict[str, Any]) -> bool:
         kind = _KIND_OF_METHOD.get(str(request.get("method")))
+        params = request.get("params")
+        if kind == "elicitation" and isinstance(params, Mapping) and params.get("mode") == "url":
+            kind = "url_elicitation"  # a client that declared forms only must not be sent a link
         return kind is not None and self.peer is not None and self.peer.can_ask(kind)
 
     async def elicit(

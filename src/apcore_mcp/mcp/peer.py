@@ -72,6 +72,8 @@ def _capable(ctx: ServerRequestContext[Any, Any], kind: InputKind) -> bool:
         elicitation = capabilities.elicitation
         # A bare `elicitation: {}` (before modes existed) means form support; url-only does not.
         return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+    if kind == "url_elicitation":
+        return capabilities.elicitation is not None and capabilities.elicitation.url is not None
     if kind == "sampling":
         return capabilities.sampling is not None
     return capabilities.roots is not None

@@ -13,6 +13,7 @@ from apcore_mcp.mcp.peer import encode_state
 
 _REQUIRED_CAPABILITY: dict[InputKind, dict[str, Any]] = {
     "elicitation": {"elicitation": {"form": {}}},
+    "url_elicitation": {"elicitation": {"url": {}}},
     "sampling": {"sampling": {}},
     "roots": {"roots": {}},
 }
