@@ -176,3 +176,32 @@ async def test_no_document_lists_a_drifted_tool_and_the_operator_sees_both_hashe
     reason = drift[0]["reasons"][0]
     assert reason["kind"] == "drift" and reason["state"] == "changed"
     assert len(reason["pinned"]) == len(reason["current"]) == 64 and reason["pinned"] != reason["current"]
+
+
+async def test_an_approval_written_elsewhere_reaches_a_running_server(tmp_path: Path) -> None:
+    """``pins approve`` on another machine, the file synced here: served within the poll, no restart."""
+    from apcore_mcp.upstream.pins.canonical import digest
+
+    from tests._support.hostile import wait_until
+    from tests._support.sessions import running_http
+
+    tools, calls, config = tmp_path / "tools.json", tmp_path / "calls.txt", tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"up": {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}}})
+    )
+    tools.write_text(json.dumps(PINNED))
+    settings = Settings(mcp_config=str(config))
+    async with mount_upstreams(Registry(), settings, os.environ):
+        pass
+    tools.write_text(json.dumps(PULLED))
+    bridge = Bridge.build(Executor(Registry()), settings)
+    async with running_http(bridge):
+        await wait_until(lambda: bridge.catalog.get("up.steady") is not None, "the upstream's tools mounted")
+        assert bridge.catalog.get("up.look") is None
+        pins_file = tmp_path / "mcp.pins.json"
+        pins = json.loads(pins_file.read_text())
+        entry = pins["servers"]["up"]["look"]
+        entry["definition"]["description"] = PULLED["look"]
+        entry["sha256"] = digest(entry["definition"])
+        pins_file.write_text(json.dumps(pins))
+        await wait_until(lambda: bridge.catalog.get("up.look") is not None, "the approved tool served")
