@@ -23,9 +23,11 @@ import pytest
 from apcore import Executor, Registry
 from mcp import types
 
+from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.approval import MCPApprovalHandler
 from apcore_mcp.http.explorer.page import CONFIRM_HEADER
 from apcore_mcp.pipeline import install_pipeline
+from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
@@ -293,3 +295,11 @@ async def test_deny_refuses_whatever_the_client_answers(marker: Path, own_execut
         result = await sdk_call(url, "legacy", self_approving, {"marker": str(marker)})
     refused(result, "approval policy: deny")
     assert runs(marker) == 0
+
+
+def test_several_processes_are_told_where_a_person_decides(caplog: pytest.LogCaptureFixture) -> None:
+    """The desk is per process: with replicas (``redis_url``) the operator is told to route the page."""
+    Bridge.build(person_registry(), Settings(redis_url="redis://127.0.0.1:1/0"))
+    Bridge.build(person_registry(), Settings())
+    warned = [record.getMessage() for record in caplog.records if "route /approvals/" in record.getMessage()]
+    assert len(warned) == 1 and "person.wipe" in warned[0], warned

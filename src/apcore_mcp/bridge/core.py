@@ -349,6 +349,15 @@ class Bridge:
                 ", ".join(gated),
             )
         alone = self.settings.redis_url is None and self.settings.workers == 1  # workers share a record
+        policy = handler.policy if (handler := mcp_approval_handler(self.executor)) is not None else None
+        asked = [record for record in self.catalog.records() if record.requires_approval]
+        person = [r.name for r in asked if policy is not None and policy.for_module(r.annotations) == "person"]
+        if person and not alone:
+            logger.warning(
+                "A person approves %s on the approval page of the process that asked: with several workers "
+                "or replicas, route /approvals/ to that process (or the call times out, refused)",
+                ", ".join(person),
+            )
         if self.settings.request_state_keys and alone and self.settings.approval != "auto":
             # Shared sealing keys mean several replicas (or restarts); each keeps its own record.
             logger.warning(
