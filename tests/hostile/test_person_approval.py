@@ -303,3 +303,41 @@ def test_several_processes_are_told_where_a_person_decides(caplog: pytest.LogCap
     Bridge.build(person_registry(), Settings())
     warned = [record.getMessage() for record in caplog.records if "route /approvals/" in record.getMessage()]
     assert len(warned) == 1 and "person.wipe" in warned[0], warned
+
+
+async def test_a_cross_site_or_keyless_post_decides_nothing(marker: Path) -> None:
+    """Knowing the link is not enough to decide from another page: the form's key and a same-site request are."""
+    posts: list[int] = []
+
+    async def forged_form(params: types.ElicitRequestParams) -> types.ElicitResult:
+        path = page_path(link_of(params))
+        async with httpx.AsyncClient(base_url=url, timeout=20) as http:
+            key = re.search(r'name="form_key" value="([^"]+)"', (await http.get(path)).text)
+            assert key is not None
+            for data, headers in (
+                ({"decision": "approve"}, {}),
+                ({"decision": "approve", "form_key": key.group(1)[:-1] + "x"}, {}),
+                ({"decision": "approve", "form_key": key.group(1)}, {"sec-fetch-site": "cross-site"}),
+            ):
+                posts.append((await http.post(path, data=data, headers=headers)).status_code)
+        return types.ElicitResult(action="accept")
+
+    async with serving(person_registry(), input_timeout=0.5) as (url, _bridge):
+        result = await sdk_call(url, "legacy", forged_form, {"marker": str(marker)})
+    assert posts == [404, 404, 403]
+    refused(result, "no person decided")
+    assert runs(marker) == 0
+
+
+async def test_audit_arguments_are_masked_when_asked_for(marker: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async def person_declines(params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert (await decide(url, link_of(params), "decline")).status_code == 200
+        return types.ElicitResult(action="accept")
+
+    caplog.set_level(logging.INFO, logger="apcore_mcp.audit")
+    async with serving(person_registry(), audit_arguments=True, input_timeout=20) as (url, _bridge):
+        await sdk_call(url, "legacy", person_declines, {"marker": str(marker), "password": "hunter2"})
+    [audit] = [record.getMessage() for record in caplog.records if record.name == "apcore_mcp.audit"]
+    assert '"decision": "declined"' in audit and '"decided_by": "loopback operator"' in audit
+    assert "marker" in audit and "hunter2" not in audit  # the arguments, a secret-looking one masked
+    assert runs(marker) == 0
