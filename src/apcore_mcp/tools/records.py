@@ -44,6 +44,8 @@ class ToolRecord:
     """The module's MCP Apps view (``tools/views.py``), linked from the tool's ``_meta.ui``."""
     public: bool | None = None
     """The module's own ``mcp_public`` metadata (``calls/signin.py``); ``None``: it says nothing."""
+    examples: tuple[Any, ...] = ()
+    """The module's own ``ModuleExample`` objects (generated skills show them)."""
     layout: OutputLayout = field(init=False, repr=False, compare=False)
     mcp_tool: types.Tool = field(init=False, repr=False, compare=False)
 
@@ -90,6 +92,7 @@ def build_record(descriptor: ModuleDescriptor) -> ToolRecord:
         documentation=descriptor.documentation or "",
         resource=resource_spec(descriptor.module_id, descriptor.description or "", descriptor.metadata),
         public=declared_public(descriptor.metadata),
+        examples=tuple(descriptor.examples or ()),
     )
 
 

@@ -11,6 +11,9 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
+
+from apcore_mcp.tools.skills.frontmatter import parse_frontmatter
 
 SKILL_FILE = "SKILL.md"
 """The entry file every skill has; its frontmatter is served unchanged."""
@@ -52,6 +55,8 @@ class Skill:
     files: Mapping[str, SkillFile]
     tools: tuple[str, ...] = ()
     origin: str = GENERATED
+    frontmatter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """The SKILL.md frontmatter as a mapping, identical to the file's (served as the entry's ``frontmatter``)."""
 
     @property
     def skill_md(self) -> str:
@@ -72,9 +77,19 @@ def make_skill(
     other_files: Mapping[str, bytes] | None = None,
     tools: Iterable[str] = (),
     origin: str = GENERATED,
+    frontmatter: Mapping[str, Any] | None = None,
 ) -> Skill:
-    """Build a ``Skill`` with its files in a deterministic order (``SKILL.md``, then sorted)."""
+    """Build a ``Skill`` with its files in a deterministic order (``SKILL.md``, then sorted).
+
+    ``frontmatter`` defaults to the one parsed from ``skill_md``.
+
+    Raises:
+        FrontmatterError: ``frontmatter`` not given and ``skill_md`` has none that is usable.
+        UnicodeDecodeError: ``skill_md`` is not UTF-8.
+    """
     data = skill_md.encode("utf-8") if isinstance(skill_md, str) else skill_md
+    if frontmatter is None:
+        frontmatter = parse_frontmatter(data.decode("utf-8"))
     files: dict[str, SkillFile] = {SKILL_FILE: SkillFile(SKILL_FILE, data)}
     for path in sorted(other_files or {}):
         if path != SKILL_FILE:
@@ -85,6 +100,7 @@ def make_skill(
         files=MappingProxyType(files),
         tools=tuple(sorted(set(tools))),
         origin=origin,
+        frontmatter=MappingProxyType(dict(frontmatter)),
     )
 
 
