@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from apcore import Executor, Registry
-from mcp import types
+from mcp import Client, types
+from mcp.client.context import ClientRequestContext
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.approval import MCPApprovalHandler
@@ -62,6 +63,12 @@ async def decide(url: str, link: str, choice: str, headers: dict[str, str] | Non
 async def self_approving(params: types.ElicitRequestParams) -> types.ElicitResult:
     """The client (or its model) saying yes on its own, to any form of the question."""
     return types.ElicitResult(action="accept", content={"approve": True})
+
+
+async def self_approving_callback(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult:
+    return await self_approving(params)
 
 
 def refused(result: types.CallToolResult, why: str) -> None:
@@ -340,4 +347,13 @@ async def test_audit_arguments_are_masked_when_asked_for(marker: Path, caplog: p
     [audit] = [record.getMessage() for record in caplog.records if record.name == "apcore_mcp.audit"]
     assert '"decision": "declined"' in audit and '"decided_by": "loopback operator"' in audit
     assert "marker" in audit and "hunter2" not in audit  # the arguments, a secret-looking one masked
+    assert runs(marker) == 0
+
+
+async def test_without_an_approval_page_a_person_tool_is_refused_at_once(marker: Path) -> None:
+    """In memory (as over stdio) no page is served: the call is refused saying so, not left waiting."""
+    bridge = Bridge.build(person_registry(), Settings(input_timeout=300))
+    async with Client(bridge.server, mode="legacy", cache=None, elicitation_callback=self_approving_callback) as client:
+        result = await asyncio.wait_for(client.call_tool("person.wipe", {"marker": str(marker)}), 20)
+    refused(result, "no approval page is served")
     assert runs(marker) == 0

@@ -62,6 +62,10 @@ PERSON_CANNOT_ASK = (
     "a person must approve this tool on the server's approval page, and the client cannot be sent its link "
     "(it does not support URL elicitation, or the connection has no channel back to it)"
 )
+NO_PAGE = (
+    "a person must approve this tool on the server's approval page, and no approval page is served "
+    "(person approvals need the HTTP transport)"
+)
 PERSON_BUSY = "too many approvals are waiting for a person; try again later"
 PERSON_KEY = "person"
 DEFAULT_STATE_TTL = 600.0
@@ -193,6 +197,8 @@ class MCPApprovalHandler:
         """Send the client a link to the approval page, then wait for the person's decision there."""
         digest = argument_digest(request.arguments)
         asked_by = caller_name(call)
+        if not self.desk.page_served:
+            return _rejected(NO_PAGE)
         pending = self._resumed(call, request.module_id, digest, asked_by)
         if pending is None:
             if call.peer is None or not call.peer.back_channel or not call.peer.can_ask("url_elicitation"):

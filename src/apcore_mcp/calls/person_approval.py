@@ -79,6 +79,8 @@ class ApprovalDesk:
         self.max_pending = max_pending
         self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
+        self.page_served = False
+        """Whether an HTTP app serves this desk's approval page (stdio and in-memory serve none)."""
         self._lock = threading.Lock()
 
     def open(self, *, tool: str, digest: str, asked_by: str, arguments: str, ttl: float) -> PendingApproval | None:

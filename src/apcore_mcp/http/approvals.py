@@ -48,6 +48,7 @@ def approval_routes(executor: Executor, *, approver_scope: str | None) -> list[B
     if handler is None:
         return []
     desk = handler.desk
+    desk.page_served = True
 
     async def page(request: Request) -> Response:
         refused = operator_refusal(request, approver_scope)
