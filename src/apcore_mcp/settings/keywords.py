@@ -43,6 +43,9 @@ class SettingsOptions(TypedDict, total=False):
     task_max_count: int
     task_max_bytes: int
     prompts_dir: str | None
+    skills: bool
+    skills_group_by: str
+    skills_dir: str | None
     metrics: bool
     explorer: bool
     explorer_prefix: str

@@ -14,6 +14,7 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 TRANSPORTS: tuple[str, ...] = ("stdio", "streamable-http", "sse")
 APPROVAL_MODES: tuple[str, ...] = ("elicit", "auto")
 APPROVAL_POLICIES: tuple[str, ...] = ("client", "person", "deny")
+SKILLS_GROUP_BY: tuple[str, ...] = ("prefix", "tag")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +149,25 @@ class ProtocolSettings:
     prompts_dir: str | None = option(
         None, "directory of prompt files (`*.yaml`) served as MCP prompts", group="protocol", metavar="DIR"
     )
+    skills: bool = option(
+        False,
+        "serve the MCP Skills extension: one generated skill per module group, plus `skills_dir`'s",
+        group="protocol",
+        kind="bool",
+    )
+    skills_group_by: str = option(
+        "prefix",
+        "how modules are grouped into generated skills: `prefix` (the id's first segment) or `tag`",
+        group="protocol",
+        kind="choice",
+        choices=SKILLS_GROUP_BY,
+    )
+    skills_dir: str | None = option(
+        None,
+        "directory of hand-written skills (a folder with a `SKILL.md` per skill); they win over generated ones",
+        group="protocol",
+        metavar="DIR",
+    )
 
     @property
     def keeps_stream_events(self) -> bool:
@@ -175,6 +195,11 @@ def check_protocol(s: ProtocolSettings) -> None:
     set_field(s, "request_state_keys", keys)
     if s.prompts_dir is not None and (not isinstance(s.prompts_dir, str) or not s.prompts_dir):
         raise SettingError("prompts_dir", "prompts_dir must not be empty")
+    if s.skills_group_by not in SKILLS_GROUP_BY:
+        choices = ", ".join(SKILLS_GROUP_BY)
+        raise SettingError("skills_group_by", f"skills_group_by must be one of: {choices}, got {s.skills_group_by!r}")
+    if s.skills_dir is not None and (not isinstance(s.skills_dir, str) or not s.skills_dir):
+        raise SettingError("skills_dir", "skills_dir must not be empty")
     check_positive(s, "input_timeout")
     check_positive(s, "request_state_ttl")
     check_positive(s, "task_ttl")

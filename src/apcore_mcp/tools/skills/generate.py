@@ -18,7 +18,6 @@ from apcore_mcp.tools.skills.frontmatter import MAX_DESCRIPTION, render_frontmat
 from apcore_mcp.tools.skills.model import GENERATED, Skill, make_skill
 
 GroupBy = Literal["prefix", "tag"]
-GROUP_BY: tuple[str, ...] = ("prefix", "tag")
 _MAX_EXAMPLE_CHARS = 2_000
 """An example's JSON longer than this is left out: a skill is read by a model, not archived."""
 
