@@ -33,6 +33,7 @@ from apcore_mcp.settings import Settings
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
 from tests._support.person_approval import link_of, person_registry, runs, sdk_call
+from tests._support.tasks import Seen, Wire, task_executor
 
 URL_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}}
 ERAS = ("legacy", "auto")  # mcp.Client modes: 2025-11-25 handshake, 2026-07-28
@@ -357,3 +358,15 @@ async def test_without_an_approval_page_a_person_tool_is_refused_at_once(marker:
         result = await asyncio.wait_for(client.call_tool("person.wipe", {"marker": str(marker)}), 20)
     refused(result, "no approval page is served")
     assert runs(marker) == 0
+
+
+async def test_a_person_tool_run_as_a_task_fails_closed() -> None:
+    """A task has no one to send the link to: refused, never run."""
+    seen = Seen()
+    async with serving(task_executor(seen), approval_policy="person") as (url, _bridge):
+        wire = Wire(url)
+        created = (await wire.call("jobs.gated", {}))["result"]
+        done = (await wire.until_done(created["taskId"]))["result"]
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert "cannot be sent its link" in done["result"]["content"][0]["text"]
+    assert seen.finished == 0
