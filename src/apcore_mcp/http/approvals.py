@@ -9,7 +9,7 @@ Only a person allowed to approve reaches it: with auth on, a token holding
 auth off, loopback clients only (as ``/admin/tools``). The form carries a field derived from
 the desk's secret and the link (a cross-site page knows neither), and a browser's
 ``Sec-Fetch-Site: cross-site`` is refused. The page is never cached, never framed, sends no
-referrer (the link is the capability) and runs no script (a strict CSP). A link that is forged,
+referrer to another origin (the link is the capability) and runs no script (a strict CSP). A link that is forged,
 altered, expired or already decided answers the same 404, saying nothing of which.
 """
 
@@ -33,7 +33,7 @@ MAX_FORM_BYTES = 1024
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a browser send `Origin: null` with the form
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
 }

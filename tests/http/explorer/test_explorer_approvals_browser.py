@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from mcp import types
@@ -50,3 +51,27 @@ async def test_an_approver_decides_a_waiting_call_in_the_queue(
     assert result.is_error is not bool(ran), result
     assert runs(marker) == ran
     assert ex.problems == []
+
+
+async def test_a_person_approves_on_the_page_in_a_browser(browser: Browser, tmp_path: Path) -> None:
+    """The link the client is sent, opened in Chromium: its strict CSP still lets the form post."""
+    marker = tmp_path / "wiped"
+    links: asyncio.Queue[str] = asyncio.Queue()
+
+    async def shows_the_link(params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        await links.put(params.url)
+        return types.ElicitResult(action="accept")
+
+    async with explorer(browser, person_registry(), input_timeout=20) as ex:
+        base = ex.url.removesuffix("/explorer/")
+        call = asyncio.create_task(sdk_call(base, "legacy", shows_the_link, {"marker": str(marker)}))
+        link = await asyncio.wait_for(links.get(), 20)
+        await ex.page.goto(base + urlsplit(link).path)
+        await expect(ex.page.locator("h1")).to_have_text("Approve person.wipe?")
+        await ex.page.get_by_role("button", name="Approve").click()
+        await expect(ex.page.locator("body")).to_contain_text("Recorded: approve for person.wipe")
+        result = await asyncio.wait_for(call, 20)
+    assert not result.is_error, result
+    assert runs(marker) == 1
+    assert ex.unexpected_problems() == []
