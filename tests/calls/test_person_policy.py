@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from apcore import ModuleAnnotations
 
-from apcore_mcp.calls.person_approval import module_policy
+from apcore_mcp.calls.person_approval import ApprovalDesk, module_policy
 from apcore_mcp.settings import SettingError, Settings
 
 
@@ -40,3 +40,10 @@ def test_destructive_modules_default_to_a_person_when_asked() -> None:
 def test_an_unknown_policy_setting_is_refused_by_name() -> None:
     with pytest.raises(SettingError, match="approval_policy must be one of: client, person, deny"):
         Settings(approval_policy="people")
+
+
+async def test_one_caller_cannot_fill_the_desk_for_all() -> None:
+    desk = ApprovalDesk(max_pending=10, max_per_caller=3)
+    opened = [desk.open(tool="t", digest="d", asked_by="mallory", arguments="{}", ttl=60) for _ in range(5)]
+    assert [pending is not None for pending in opened] == [True, True, True, False, False]
+    assert desk.open(tool="t", digest="d", asked_by="alice", arguments="{}", ttl=60) is not None

@@ -66,7 +66,7 @@ NO_PAGE = (
     "a person must approve this tool on the server's approval page, and no approval page is served "
     "(person approvals need the HTTP transport)"
 )
-PERSON_BUSY = "too many approvals are waiting for a person; try again later"
+PERSON_BUSY = "too many approvals are waiting for a person (for this caller or in all); try again later"
 PERSON_KEY = "person"
 DEFAULT_STATE_TTL = 600.0
 """How long a 2026-07-28 state can live unless told (``Settings.request_state_ttl``'s default)."""

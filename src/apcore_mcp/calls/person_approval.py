@@ -35,6 +35,8 @@ STRICTNESS: dict[str, int] = {"client": 0, "person": 1, "deny": 2}
 APPROVAL_ANNOTATION = "mcp.approval"
 MAX_PENDING = 1000
 """Approvals waiting at once on one desk; past it a new one is refused (each holds a call open)."""
+MAX_PENDING_PER_CALLER = 32
+"""Approvals one caller may have waiting at once, so one caller cannot fill the desk for all."""
 APPROVALS_PATH = "/approvals"
 
 
@@ -73,10 +75,16 @@ class ApprovalDesk:
     """The approvals waiting for a person in this process, bounded; tokens signed with its secret."""
 
     def __init__(
-        self, *, secret: bytes | None = None, max_pending: int = MAX_PENDING, clock: Callable[[], float] = time.time
+        self,
+        *,
+        secret: bytes | None = None,
+        max_pending: int = MAX_PENDING,
+        max_per_caller: int = MAX_PENDING_PER_CALLER,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._secret = secret if secret is not None else secrets.token_bytes(32)
         self.max_pending = max_pending
+        self.max_per_caller = max_per_caller
         self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
         self.page_served = False
@@ -84,10 +92,12 @@ class ApprovalDesk:
         self._lock = threading.Lock()
 
     def open(self, *, tool: str, digest: str, asked_by: str, arguments: str, ttl: float) -> PendingApproval | None:
-        """A new pending approval living ``ttl`` seconds; ``None`` when the desk is full."""
+        """A new pending approval living ``ttl`` seconds; ``None`` when the desk (or the caller's share) is full."""
         with self._lock:
             self._drop_expired()
             if len(self._pending) >= self.max_pending:
+                return None
+            if sum(pending.asked_by == asked_by for pending in self._pending.values()) >= self.max_per_caller:
                 return None
             pending = PendingApproval(
                 id=secrets.token_urlsafe(16),
