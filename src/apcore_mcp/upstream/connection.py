@@ -114,6 +114,7 @@ class Connection:
         self._askers: dict[int, Asker | None] = {}
         self._ids = itertools.count()
         self.started_at = 0.0
+        self.extensions: dict[str, Any] = {}  # capabilities.extensions the server advertised, by identifier
 
     @property
     def alive(self) -> bool:
@@ -184,6 +185,7 @@ class Connection:
                     )
                     await stack.enter_async_context(client)
                     self._client = client
+                    self.extensions = dict(client.server_capabilities.extensions or {})
                     async with anyio.create_task_group() as inner:
                         if self.modern and _announces_tool_changes(client):
                             inner.start_soon(self._listen, client)
@@ -317,6 +319,12 @@ class Connection:
             return _error_result("The upstream tool kept asking for input")
         finally:
             del self._askers[call_id]
+
+    async def send(self, request: types.Request[Any, Any], result_type: type[types.Result]) -> types.Result:
+        """A request the SDK has no method for (an extension's), its errors mapped as every other's."""
+        client = self._live_client()
+        async with self._errors():
+            return await client.session.send_request(request, result_type, self.spec.timeout)
 
     def _live_client(self) -> Client:
         client = self._client

@@ -32,6 +32,7 @@ from apcore_mcp.upstream.handles import Lease, UpstreamPool
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
 from apcore_mcp.upstream.pins.keeper import PinKeeper, warn_unpinned
+from apcore_mcp.upstream.skills import SkillShelf, relay_skills
 from apcore_mcp.upstream.token_exchange.exchange import TokenExchanger, caller_key
 
 logger = logging.getLogger(__name__)
@@ -126,8 +127,11 @@ class UpstreamSource:
         *,
         segment: str | None = None,
         pins: PinKeeper | None = None,
+        skills: SkillShelf | None = None,
     ) -> None:
         self.spec = spec
+        self.skills = skills
+        """Where this server's skills go, when it offers them (``upstream/skills``; ``None``: not relayed)."""
         self.pins = pins
         """Which listed tools are served (``upstream/pins``): a drifted or unapproved tool is never registered."""
         self.segment = segment or server_segment(spec.name)
@@ -164,7 +168,7 @@ class UpstreamSource:
         self._lease = lease
         warn_unpinned(self.pins, self.name, pin=self.spec.pin)
         try:
-            self._sync(await lease.list_tools())
+            await self._sync_all(await lease.list_tools())
         except BaseException:
             await self.close()
             raise
@@ -180,6 +184,8 @@ class UpstreamSource:
             self._unregister(module_id)
         if self.pins is not None:
             self.pins.forget(self.name)
+        if self.skills is not None:
+            self.skills.drop(self.name)
         private, self._private = list(self._private.values()), {}
         for entry in private:
             await self.pool.release(entry.lease)
@@ -200,8 +206,7 @@ class UpstreamSource:
             if not self._refresh_wanted or self._lease is None:
                 return  # a refresh that started after this one was asked for has done the work
             self._refresh_wanted = False
-            tools = await self._lease.list_tools()
-            self._sync(tools)
+            await self._sync_all(await self._lease.list_tools())
 
     async def listed_tools(self) -> list[types.Tool]:
         """The server's tools as it lists them now, served or held (for ``pins diff``)."""
@@ -217,6 +222,12 @@ class UpstreamSource:
             await self.refresh()
         except Exception as exc:  # noqa: BLE001 - a background refresh's edge: keep serving the old list
             logger.warning("Upstream %r: tools not refreshed (%s)", self.name, type(exc).__name__)
+
+    async def _sync_all(self, tools: list[types.Tool]) -> None:
+        """The tools, then the skills that describe them (fetched again whenever the tools are listed)."""
+        self._sync(tools)
+        if self.skills is not None and self._lease is not None:
+            await relay_skills(self.skills, await self._lease.connection(), self.name, self.segment, tools)
 
     def _sync(self, tools: list[types.Tool]) -> None:
         if self.pins is not None:

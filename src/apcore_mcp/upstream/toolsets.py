@@ -26,6 +26,7 @@ from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.names import server_segments
 from apcore_mcp.upstream.openapi.mount import OpenApiSource
 from apcore_mcp.upstream.pins.keeper import PinKeeper
+from apcore_mcp.upstream.skills import SkillShelf
 from apcore_mcp.upstream.source import UpstreamSource
 from apcore_mcp.upstream.specs import OPENAPI
 
@@ -75,6 +76,8 @@ class UpstreamRuntime:
         self.enabled = enabled
         self.pins = pins
         """The pins every mounted server's tools are held to (``None``: pinning off)."""
+        self.skills = SkillShelf()
+        """The skills the mounted servers offer, relayed (``upstream/skills``)."""
         self.config = UpstreamConfig()
         self.sources: dict[str, UpstreamSource] = {}
         """The mounted MCP servers."""
@@ -138,7 +141,7 @@ class UpstreamRuntime:
                 pins=self.pins,
             )
         else:
-            source = UpstreamSource(spec, self.pool, self.registry, segment=segment, pins=self.pins)
+            source = UpstreamSource(spec, self.pool, self.registry, segment=segment, pins=self.pins, skills=self.skills)
         try:
             await source.open()
         except UpstreamError as exc:

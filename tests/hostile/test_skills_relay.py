@@ -1,0 +1,112 @@
+"""A hostile upstream's skills: what does not check out is not relayed, and says so once.
+
+One real stdio upstream lists a good skill beside skills that lie about a file's digest or size,
+one with a file past the bound, and names that try to leave the server's namespace or the
+skill's folder. Only the good skill is relayed, under ``<server>/<name>``; each of the others
+gets exactly one WARNING naming it and why, and the server's tools are mounted as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from apcore_mcp.tools.skills.model import Skill
+from apcore_mcp.upstream import skills as relay
+
+from tests._support.log_capture import every_record
+from tests._support.skills_upstream import skill, skill_md, skills_entry, write_spec
+from tests._support.upstreams import mounted
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SMALL_BOUND = 2048
+"""The per-file bound for this test, so an oversized file is small to send."""
+ESCAPES = {
+    "dotdot": skill("../x"),
+    "dotdot_inside": skill("pdf/../../x"),
+    "slash_in_name": skill("x", frontmatter={"name": "other/x", "description": "escape"}),
+    "name_other": skill("y", frontmatter={"name": "other", "description": "names another skill"}),
+    "file_outside": skill("notes", files={"../../etc/passwd": "root:x:0:0"}),
+}
+
+
+@dataclass
+class Relayed:
+    skills: tuple[Skill, ...]
+    warnings: list[str]
+    modules: list[str]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def relayed(tmp_path_factory: pytest.TempPathFactory) -> Relayed:
+    tmp = tmp_path_factory.mktemp("skills")
+    huge = "x" * (SMALL_BOUND + 1)
+    offered: list[dict[str, Any]] = [
+        skill("good", "A skill that checks out"),
+        skill("digest", listed={"SKILL.md": {"digest": "sha256:" + "0" * 64}}),
+        skill("size", listed={"SKILL.md": {"size": 3}}),
+        skill("tampered", files={"ref.md": "the real text"}, listed={"ref.md": {"digest": "sha256:" + "1" * 64}}),
+        skill("huge", files={"big.txt": huge}),
+        skill("hidden-huge", files={"big.txt": huge}, listed={"big.txt": {"size": 10}}),
+        skill("frontmatter", frontmatter={"name": "frontmatter", "description": "not what the file says"}),
+        *ESCAPES.values(),
+    ]
+    spec = write_spec(tmp / "spec.json", offered)
+    # Mounted and unmounted here: what was relayed is immutable, and the pool's task group stays in one task.
+    with pytest.MonkeyPatch.context() as patch, every_record() as records:
+        patch.setattr(relay, "MAX_FILE_BYTES", SMALL_BOUND)
+        async with mounted({"mcpServers": {"evil": skills_entry(spec)}}) as mount:
+            skills, modules = mount.runtime.skills.skills(), list(mount.runtime.sources["evil"].module_ids)
+    warnings = [r.getMessage() for r in records.records if r.levelno == logging.WARNING]
+    return Relayed(skills=skills, warnings=warnings, modules=modules)
+
+
+def _warned(relayed: Relayed, uri: str) -> list[str]:
+    return [w for w in relayed.warnings if f"skill {uri!r} not served" in w]
+
+
+async def test_only_the_skill_that_checks_out_is_relayed(relayed: Relayed) -> None:
+    assert [s.name for s in relayed.skills] == ["evil/good"]
+    assert relayed.skills[0].skill_md == skill_md("good", "A skill that checks out")
+    assert relayed.modules == ["evil.announce", "evil.search"]  # the server's tools are mounted as usual
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("digest", "does not match its listed SHA-256 digest"),
+        ("size", "not the 3 listed"),
+        ("tampered", "ref.md does not match its listed SHA-256 digest"),
+        ("huge", f"past the {SMALL_BOUND} a relayed file may have"),
+        ("hidden-huge", "not the 10 listed"),
+        ("frontmatter", "is not the one its entry lists"),
+    ],
+)
+async def test_a_lying_or_oversized_skill_is_not_served_and_warned_once(relayed: Relayed, path: str, why: str) -> None:
+    warned = _warned(relayed, f"skill://{path}/SKILL.md")
+    assert len(warned) == 1, relayed.warnings
+    assert why in warned[0]
+
+
+@pytest.mark.parametrize("case", sorted(ESCAPES))
+async def test_a_name_leaving_the_namespace_is_not_served(relayed: Relayed, case: str) -> None:
+    uri = f"skill://{ESCAPES[case]['path']}/SKILL.md"
+    assert len(_warned(relayed, uri)) == 1, relayed.warnings
+    assert all(s.name.startswith("evil/") and s.name.count("/") == 1 for s in relayed.skills)
+    assert all(".." not in path for s in relayed.skills for path in s.files)
+
+
+async def test_an_entry_is_checked_before_any_file_is_read() -> None:
+    """The declared size is judged from the listing alone: an oversized file is never asked for."""
+    entry = {
+        "uri": "skill://big/SKILL.md",
+        "frontmatter": {"name": "big", "description": "d"},
+        "resources": [{"uri": "skill://big/SKILL.md", "digest": "sha256:" + "a" * 64, "size": 10**9}],
+    }
+    with pytest.raises(relay.SkillRefused, match="past the"):
+        relay.parse_entry(entry)
