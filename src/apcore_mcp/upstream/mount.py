@@ -25,6 +25,7 @@ from apcore_mcp.upstream.errors import UpstreamError
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.pins.keeper import PinKeeper
 from apcore_mcp.upstream.pins.store import default_pins_path
+from apcore_mcp.upstream.skills import SkillShelf
 from apcore_mcp.upstream.toolsets import Switch, UpstreamRuntime
 
 logger = logging.getLogger(__name__)
@@ -83,9 +84,15 @@ def _warn_without_auth(config: UpstreamConfig, settings: Settings) -> None:
 
 @asynccontextmanager
 async def mount_upstreams(
-    registry: Any, settings: Settings, environ: Mapping[str, str], *, config: UpstreamConfig | None = None
+    registry: Any,
+    settings: Settings,
+    environ: Mapping[str, str],
+    *,
+    config: UpstreamConfig | None = None,
+    skills: SkillShelf | None = None,
 ) -> AsyncIterator[UpstreamRuntime | None]:
-    """The mounted servers of ``settings`` (``None`` when it names none); ``config``: already read.
+    """The mounted servers of ``settings`` (``None`` when it names none); ``config``: already read;
+    ``skills``: where the servers' skills are relayed to (a shelf of the runtime's own by default).
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
@@ -106,7 +113,7 @@ async def mount_upstreams(
         log_dir=settings.upstream_log_dir,
         max_message_bytes=settings.upstream_max_message_bytes,
     ) as pool:
-        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=pins)
+        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=pins, skills=skills)
         try:
             switch = await runtime.apply(config, served_toolsets(config, settings.toolset))
             if settings.strict_upstreams and switch.failed:

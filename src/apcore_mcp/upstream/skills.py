@@ -110,11 +110,13 @@ class Listed:
 
 
 class SkillShelf:
-    """The relayed skills of every mounted server, by server; listeners hear of each change."""
+    """The relayed skills of every mounted server, by server; ``generation`` grows and listeners
+    hear of it at each change (the skills catalog rebuilds its set when the generation moved)."""
 
     def __init__(self) -> None:
         self._by_server: dict[str, tuple[Skill, ...]] = {}
         self._listeners: list[Callable[[], None]] = []
+        self.generation = 0
 
     def put(self, server: str, skills: Sequence[Skill]) -> None:
         if self._by_server.get(server, ()) == tuple(skills):
@@ -135,6 +137,7 @@ class SkillShelf:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _changed(self) -> None:
+        self.generation += 1
         for listener in list(self._listeners):
             listener()
 

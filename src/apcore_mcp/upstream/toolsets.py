@@ -69,15 +69,21 @@ class UpstreamRuntime:
     """
 
     def __init__(
-        self, registry: Any, pool: UpstreamPool, *, enabled: bool = True, pins: PinKeeper | None = None
+        self,
+        registry: Any,
+        pool: UpstreamPool,
+        *,
+        enabled: bool = True,
+        pins: PinKeeper | None = None,
+        skills: SkillShelf | None = None,
     ) -> None:
         self.registry = registry
         self.pool = pool
         self.enabled = enabled
         self.pins = pins
         """The pins every mounted server's tools are held to (``None``: pinning off)."""
-        self.skills = SkillShelf()
-        """The skills the mounted servers offer, relayed (``upstream/skills``)."""
+        self.skills = skills if skills is not None else SkillShelf()
+        """The skills the mounted servers offer, relayed (``upstream/skills``): the bridge's, when it serves them."""
         self.config = UpstreamConfig()
         self.sources: dict[str, UpstreamSource] = {}
         """The mounted MCP servers."""
