@@ -3,11 +3,28 @@ a skill is hidden from whoever may not see one of its tools, on every route."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
+from typing import Any
 
+import pytest
+import pytest_asyncio
+from apcore import Registry
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
 from apcore_mcp.tools.skills.directory import load_skills_dir
 
-from tests._support.skills import write_skill
+from tests._support.auth import api_key_entry, bearer
+from tests._support.modules import Echo
+from tests._support.sessions import running_http
+from tests._support.skills import skills_request, write_skill
 
 
 def test_a_symlinked_file_out_of_the_directory_is_refused(tmp_path: Path) -> None:
@@ -57,3 +74,78 @@ def test_too_many_files_are_refused(tmp_path: Path) -> None:
         (folder / f"f{i}.md").write_text(str(i))
     skills, problems = load_skills_dir(tmp_path, max_files=3)
     assert skills == [] and "more than 3 files" in problems[0].reason
+
+
+# -- visibility: a skill is hidden whole from whoever may not see one of its tools --------------
+
+ALICE = "alice-key-" + "a" * 30  # no scopes: every admin.* tool, so the admin skill, is hidden from her
+CAROL = "carol-key-" + "c" * 30  # holds "admin"
+HIDDEN_URI = "skill://admin/SKILL.md"
+ABSENT_URI = "skill://nosuch/SKILL.md"
+
+
+def hidden_registry() -> Registry:
+    made = Registry()
+    made.register("demo.echo", Echo())
+    made.register("admin.echo", Echo())
+    return made
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    config = tmp_path_factory.mktemp("skills") / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}, "toolsets": {"team": {"modules": True}}}))
+    settings = Settings(
+        auth="api-key",
+        auth_api_keys=(api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="admin")),
+        auth_tool_scopes=("admin.*=admin",),
+        auth_filter_tools=True,
+        explorer=True,
+        allow_execute=True,  # the explorer's door reads resources only then
+        mcp_config=str(config),
+        skills=True,
+    )
+    async with running_http(Bridge.build(hidden_registry(), settings)) as base:
+        yield base
+
+
+@contextlib.asynccontextmanager
+async def client_of(endpoint: str, key: str, mode: str) -> AsyncIterator[Client]:
+    async with create_mcp_http_client(headers=bearer(key)) as http:
+        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
+            yield client
+
+
+async def error_of(call: Awaitable[Any]) -> dict[str, Any]:
+    with pytest.raises(MCPError) as caught:
+        await call
+    return {"code": caught.value.code, "message": caught.value.message, "data": caught.value.error.data}
+
+
+def without_uri(answer: dict[str, Any], uri: str) -> str:
+    return json.dumps(answer, sort_keys=True).replace(uri, "<uri>")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("path", ["/mcp", "/explorer/mcp", "/toolsets/team/mcp"])
+async def test_a_hidden_tools_skill_is_absent_on_every_route(url: str, path: str, mode: str) -> None:
+    async with client_of(f"{url}{path}", ALICE, mode) as client:
+        listed = await skills_request(client.session, "skills/list")
+        assert [entry["uri"] for entry in listed["skills"]] == ["skill://demo/SKILL.md"]
+        resources = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert HIDDEN_URI not in resources and "skill://demo/SKILL.md" in resources
+        for method, call in (
+            ("skills/get", lambda uri: skills_request(client.session, "skills/get", uri=uri)),
+            ("resources/read", client.read_resource),
+        ):
+            hidden, absent = await error_of(call(HIDDEN_URI)), await error_of(call(ABSENT_URI))
+            assert without_uri(hidden, HIDDEN_URI) == without_uri(absent, ABSENT_URI), method
+            assert hidden["code"] == -32602, (method, hidden)
+        other_file = await error_of(client.read_resource("skill://admin/other.md"))
+        assert other_file["code"] == -32602
+    async with client_of(f"{url}{path}", CAROL, mode) as client:  # there for whoever sees its tools
+        listed = await skills_request(client.session, "skills/list")
+        assert [entry["uri"] for entry in listed["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]
+        read = await client.read_resource(HIDDEN_URI)
+        assert "admin.echo" in getattr(read.contents[0], "text", "")

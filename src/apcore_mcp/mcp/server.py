@@ -34,6 +34,7 @@ from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
+from apcore_mcp.mcp.skills import SkillEndpoints, skill_catalog
 from apcore_mcp.mcp.tasks import TaskEndpoints
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
@@ -42,6 +43,7 @@ from apcore_mcp.tasks.records import TASKS_EXTENSION
 from apcore_mcp.tasks.runner import TaskRunner
 from apcore_mcp.tools.catalog import ToolCatalog
 from apcore_mcp.tools.prompts import Prompt
+from apcore_mcp.tools.skills.catalog import SkillCatalog
 from apcore_mcp.tools.views import EXTENSION_ID as APPS_EXTENSION_ID
 
 STATIC_LIST_TTL_MS = 60_000
@@ -104,6 +106,8 @@ class ServerParts:
     """The limits' refusals the handlers answered (the metrics observe them)."""
     listen: ListenHandler | None = None
     """Serves 2026-07-28 ``subscriptions/listen`` streams (live catalogs only); ``close()`` ends them."""
+    skills: SkillCatalog | None = None
+    """The skills served (``settings.skills``), read by the explorer and ``skills export``."""
 
     def end_listen_streams(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (its final result sent)."""
@@ -217,4 +221,7 @@ def build_server(
     server.middleware.append(ToolListCache(catalog))
     server.extensions[TASKS_EXTENSION] = {}
     TaskEndpoints(catalog, tasks, edge).install(server)
-    return ServerParts(server, subscriptions, log_levels, refusals, listen)
+    skills = skill_catalog(catalog, settings)
+    if skills is not None:  # innermost: answers skill:// reads after access let them through
+        SkillEndpoints(skills, access, ttl_ms=0 if live else STATIC_LIST_TTL_MS).install(server)
+    return ServerParts(server, subscriptions, log_levels, refusals, listen, skills)
