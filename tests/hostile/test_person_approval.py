@@ -12,6 +12,7 @@ to a marker file, so "ran" is read from the disk.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import redis
 from apcore import Executor, Registry
 from mcp import Client, types
 from mcp.client.context import ClientRequestContext
@@ -33,6 +35,7 @@ from apcore_mcp.settings import Settings
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import MODERN_META, explorer_call, modern_headers, serving, sse_payload
 from tests._support.person_approval import link_of, person_registry, runs, sdk_call
+from tests._support.replicas import redis_running
 from tests._support.tasks import Seen, Wire, task_executor
 
 URL_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}}
@@ -370,3 +373,22 @@ async def test_a_person_tool_run_as_a_task_fails_closed() -> None:
     assert done["status"] == "completed" and done["result"]["isError"] is True
     assert "cannot be sent its link" in done["result"]["content"][0]["text"]
     assert seen.finished == 0
+
+
+@pytest.mark.redis
+async def test_with_audit_retention_redis_keeps_the_decisions(tmp_path: Path, marker: Path) -> None:
+    async def person_approves(params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert (await decide(url, link_of(params), "approve")).status_code == 200
+        return types.ElicitResult(action="accept")
+
+    with redis_running(tmp_path / "redis") as redis_server:
+        settings = {"redis_url": redis_server.url, "audit_retention": 60.0, "input_timeout": 20}
+        async with serving(person_registry(), **settings) as (url, _bridge):
+            result = await sdk_call(url, "legacy", person_approves, {"marker": str(marker), "password": "hunter2"})
+        store = redis.Redis.from_url(redis_server.url)
+        kept, ttl = store.zrange("apcore-mcp:audit", 0, -1), store.ttl("apcore-mcp:audit")
+    assert not result.is_error, result
+    assert isinstance(kept, list)
+    [record] = [json.loads(entry) for entry in kept if isinstance(entry, bytes)]
+    assert record["tool"] == "person.wipe" and record["decision"] == "approved" and "arguments" not in record
+    assert 0 < ttl <= 60  # the set goes once nothing was decided for a whole retention

@@ -25,7 +25,7 @@ from apcore import Executor
 from apcore.approval import ApprovalRequest, ApprovalResult
 
 from apcore_mcp._apcore import executor_approval_handler
-from apcore_mcp.calls.audit import argument_digest, audit_decision, redacted_arguments
+from apcore_mcp.calls.audit import AuditStore, argument_digest, audit_decision, redacted_arguments
 from apcore_mcp.calls.context import CallContext, InputRequired, Peer, call_context
 from apcore_mcp.calls.person_approval import ApprovalDesk, ApprovalPolicy, PendingApproval
 from apcore_mcp.calls.spans import approval_span, tracing_on
@@ -128,6 +128,8 @@ class MCPApprovalHandler:
         self.policy = policy if policy is not None else ApprovalPolicy()
         """Who decides each module's approval (``client``, ``person`` or ``deny``)."""
         self._policy_given = policy is not None
+        self.audit_store: AuditStore | None = None
+        """Where decisions are kept besides the log (the replicas' Redis swaps one in with ``audit_retention``)."""
         self.desk = desk if desk is not None else ApprovalDesk()
         """Where ``person`` approvals wait; the approval page decides on it."""
 
@@ -218,10 +220,10 @@ class MCPApprovalHandler:
             raise
         if answer is None or answer.get("action") != "accept":
             self.desk.close(pending)
-            self._audit(pending, "declined", "mcp client", "url elicitation")
+            await self._audit(pending, "declined", "mcp client", "url elicitation")
             return _rejected("the client did not open the approval page")
         decision = await self.desk.wait(pending, self.policy.wait)
-        self._audit(pending, decision, pending.decided_by or "nobody", pending.how or "timeout")
+        await self._audit(pending, decision, pending.decided_by or "nobody", pending.how or "timeout")
         if decision == "approved":
             return ApprovalResult(status="approved", approved_by=f"person {pending.decided_by}")
         if decision == "timeout":
@@ -256,8 +258,8 @@ class MCPApprovalHandler:
             params["elicitationId"] = pending.id  # required on the 2025-11-25 wire, gone in 2026-07-28
         return {"method": "elicitation/create", "params": params}
 
-    def _audit(self, pending: PendingApproval, decision: str, decided_by: str, how: str) -> None:
-        audit_decision(
+    async def _audit(self, pending: PendingApproval, decision: str, decided_by: str, how: str) -> None:
+        record = audit_decision(
             tool=pending.tool,
             digest=pending.digest,
             asked_by=pending.asked_by,
@@ -266,6 +268,8 @@ class MCPApprovalHandler:
             how=how,
             arguments=pending.arguments if self.policy.audit_arguments else None,
         )
+        if self.audit_store is not None:
+            await self.audit_store.keep(record)
 
     def _ttl(self) -> float:
         return self.state_ttl if self.state_ttl is not None else DEFAULT_STATE_TTL

@@ -4,8 +4,8 @@ Every decision about an approval a person decides (approved, declined, timed out
 is one record: who asked, which tool, the SHA-256 digest of the canonical arguments, who
 decided, when and how. The arguments themselves are left out unless the operator asks for
 them (``audit_arguments``), and then only redacted (``redacted_arguments``). The record is a
-JSON object on one line, so a log shipper can index it; it is kept only as long as the log is
-(no Redis retention).
+JSON object on one line, so a log shipper can index it; it is kept as long as the log is and, with
+``audit_retention``, in the replicas' Redis (``replicas/audit.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from apcore.utils.redaction import redact_sensitive
 
@@ -24,6 +24,14 @@ from apcore_mcp._redaction import redact
 audit_logger = logging.getLogger("apcore_mcp.audit")
 MAX_AUDIT_ARGUMENTS_CHARS = 2000
 """Characters of redacted arguments a record (or the approval page) shows at most."""
+
+
+class AuditStore(Protocol):
+    """Where audit records are kept besides the log (the replicas' Redis, with ``audit_retention``)."""
+
+    async def keep(self, record: str) -> None:
+        """Keep one record (a JSON line); failing to keep it never changes the decision."""
+        ...  # pragma: no cover - a Protocol
 
 
 def argument_digest(arguments: Mapping[str, Any]) -> str:
@@ -50,8 +58,8 @@ def audit_decision(
     decided_by: str,
     how: str,
     arguments: str | None = None,
-) -> None:
-    """Log one decision. ``arguments`` (already redacted) only when the operator asked for them."""
+) -> str:
+    """Log one decision and return its record; ``arguments`` (already redacted) only if the operator asks."""
     record: dict[str, Any] = {
         "event": "approval.decision",
         "tool": tool,
@@ -64,4 +72,6 @@ def audit_decision(
     }
     if arguments is not None:
         record["arguments"] = arguments
-    audit_logger.info("%s", json.dumps(record, ensure_ascii=False, sort_keys=True))
+    line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+    audit_logger.info("%s", line)
+    return line

@@ -13,6 +13,7 @@ from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.calls.limits import BucketStore
 from apcore_mcp.calls.used_approvals import UsedApprovals
 from apcore_mcp.mcp.notifier import ListChangedNotifier, change_of
+from apcore_mcp.replicas.audit import RedisAuditLog
 from apcore_mcp.replicas.broadcast import ChangeBroadcaster
 from apcore_mcp.replicas.buckets import RedisBuckets
 from apcore_mcp.replicas.link import RedisLink
@@ -50,10 +51,13 @@ class SharedState:
         """Task records every replica reads (``tasks/get`` answers on any of them)."""
         return RedisTaskStore(self.link, max_record_bytes)
 
-    def share_approvals(self, handler: MCPApprovalHandler) -> None:
-        """Record ``handler``'s used approvals in Redis, so a state used on one replica is refused by all."""
+    def share_approvals(self, handler: MCPApprovalHandler, audit_retention: float = 0.0) -> None:
+        """Record ``handler``'s used approvals in Redis, so a state used on one replica is refused by all;
+        with ``audit_retention``, keep its audit records there that long."""
         self._approvals = (handler, handler.used)
         handler.used = RedisUsedApprovals(self.link)
+        if audit_retention > 0:
+            handler.audit_store = RedisAuditLog(self.link, audit_retention)
 
     async def problems(self) -> dict[str, str]:
         """Degradations ``/ready`` reports: ``{"redis": "unreachable (...); what is done instead"}``.
@@ -70,7 +74,7 @@ class SharedState:
             self._unsubscribe = None
         if self._approvals is not None:  # the handler outlives this app (a user's Executor)
             handler, own = self._approvals
-            handler.used, self._approvals = own, None
+            handler.used, handler.audit_store, self._approvals = own, None, None
         await self.link.aclose()
 
 
@@ -85,7 +89,7 @@ def shared_state(
         logger.warning(UNSHARED_KEYS)
     state = SharedState(RedisLink(settings.redis_url, settings.redis_prefix))
     if (handler := mcp_approval_handler(executor)) is not None:
-        state.share_approvals(handler)
+        state.share_approvals(handler, settings.audit_retention)
     if settings.broadcast_changes:
         broadcaster = ChangeBroadcaster(state.link, notifier)
 

@@ -80,6 +80,7 @@ class SettingsOptions(TypedDict, total=False):
     workers: int
     redis_url: str | None
     redis_prefix: str
+    audit_retention: float
     broadcast_changes: bool
     auth: str
     public_url: str | None

@@ -44,6 +44,13 @@ class ReplicaSettings:
     redis_prefix: str = option(
         "apcore-mcp:", "prefix of the Redis keys and channels this service uses", group="replicas"
     )
+    audit_retention: float = option(
+        0.0,
+        "with `redis_url`: seconds approval audit records are also kept in Redis (the sorted set "
+        "`<redis_prefix>audit`, newest last); 0 keeps them in the log only",
+        group="replicas",
+        kind="float",
+    )
     broadcast_changes: bool = option(
         False,
         "publish registry changes on Redis so the clients of every replica hear `list_changed` "
@@ -105,6 +112,10 @@ def check_replicas(s: ReplicaSettings, *, dynamic: bool) -> None:
             raise SettingError("redis_url", "redis_url needs the redis package: pip install 'apcore-mcp[redis]'")
     if not isinstance(s.redis_prefix, str) or not s.redis_prefix or any(c.isspace() for c in s.redis_prefix):
         raise SettingError("redis_prefix", "redis_prefix must be a non-empty string without spaces")
+    if not isinstance(s.audit_retention, int | float) or s.audit_retention < 0:
+        raise SettingError("audit_retention", "audit_retention must be a number of seconds, 0 or more")
+    if s.audit_retention and s.redis_url is None:
+        raise SettingError("audit_retention", "audit_retention needs redis_url (the log keeps records without it)")
     if s.broadcast_changes and s.redis_url is None:
         raise SettingError("broadcast_changes", "broadcast_changes needs redis_url")
     if s.broadcast_changes and not dynamic:
