@@ -232,6 +232,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         from apcore_mcp.run.pins import pins_main
 
         sys.exit(pins_main(args[1:], environ))
+    if args[:1] == ["skills"]:  # writes the skills as files, serves nothing (run/skills.py)
+        from apcore_mcp.run.skills import skills_main
+
+        sys.exit(skills_main(args[1:], environ))
     try:
         parsed = parse_launch(argv, os.environ if environ is None else environ)
     except UsageError as exc:
