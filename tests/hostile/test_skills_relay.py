@@ -4,21 +4,35 @@ One real stdio upstream lists a good skill beside skills that lie about a file's
 one with a file past the bound, and names that try to leave the server's namespace or the
 skill's folder. Only the good skill is relayed, under ``<server>/<name>``; each of the others
 gets exactly one WARNING naming it and why, and the server's tools are mounted as usual.
+
+Served, a relayed skill follows its tools: a caller who may not see a tool the skill describes
+is not shown the skill (Python SDK client over Streamable HTTP, both eras).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from apcore import Registry
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
 from apcore_mcp.tools.skills.model import Skill
 from apcore_mcp.upstream import skills as relay
 
+from tests._support.auth import api_key_entry, bearer
 from tests._support.log_capture import every_record
+from tests._support.sessions import running_http
+from tests._support.skills import skills_request
 from tests._support.skills_upstream import skill, skill_md, skills_entry, write_spec
 from tests._support.upstreams import mounted
 
@@ -110,3 +124,55 @@ async def test_an_entry_is_checked_before_any_file_is_read() -> None:
     }
     with pytest.raises(relay.SkillRefused, match="past the"):
         relay.parse_entry(entry)
+
+
+# -- served: a relayed skill is hidden from whoever may not see a tool it describes ---------------
+
+ALICE = "alice-key-" + "a" * 30  # no scopes: docs.purge, so the purging skill, is hidden from her
+CAROL = "carol-key-" + "c" * 30  # holds "admin"
+PURGING = skill("purging", "Empty the index", "Call `purge` to drop everything.")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    tmp = tmp_path_factory.mktemp("served")
+    spec = write_spec(
+        tmp / "spec.json", [skill("searching", "Find things", "Call `search`."), PURGING], ("search", "purge")
+    )
+    (tmp / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": skills_entry(spec)}}))
+    settings = Settings(
+        auth="api-key",
+        auth_api_keys=(api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="admin")),
+        auth_tool_scopes=("docs.purge=admin",),
+        auth_filter_tools=True,
+        mcp_config=str(tmp / "mcp.json"),
+        skills=True,
+    )
+    async with running_http(Bridge.build(Registry(), settings)) as base:
+        yield f"{base}/mcp"
+
+
+async def listed_uris(url: str, key: str, mode: str) -> tuple[list[str], Client]:
+    async with create_mcp_http_client(headers=bearer(key)) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client:
+            listed = await skills_request(client.session, "skills/list")
+            return [entry["uri"] for entry in listed["skills"]], client
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_relayed_skill_describing_a_hidden_tool_is_hidden(url: str, mode: str) -> None:
+    uris, _ = await listed_uris(url, ALICE, mode)
+    assert "skill://docs/searching/SKILL.md" in uris
+    assert "skill://docs/purging/SKILL.md" not in uris
+    uris, _ = await listed_uris(url, CAROL, mode)
+    assert "skill://docs/purging/SKILL.md" in uris  # there for whoever sees its tools
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_relayed_skill_is_served_byte_for_byte(url: str, mode: str) -> None:
+    async with create_mcp_http_client(headers=bearer(CAROL)) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client:
+            got = await skills_request(client.session, "skills/get", uri="skill://docs/purging/SKILL.md")
+            read = await client.read_resource("skill://docs/purging/SKILL.md")
+    assert got["skill"]["frontmatter"] == {"name": "purging", "description": "Empty the index"}
+    assert getattr(read.contents[0], "text", None) == PURGING["files"]["SKILL.md"]

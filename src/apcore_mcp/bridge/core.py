@@ -37,6 +37,7 @@ from apcore_mcp.types import registry_of
 from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.module import upstream_server_of
 from apcore_mcp.upstream.mount import config_of
+from apcore_mcp.upstream.skills import SkillShelf
 from apcore_mcp.upstream.toolsets import ToolsetSelection
 
 if TYPE_CHECKING:
@@ -223,6 +224,8 @@ class Bridge:
     """The rate limit and concurrency cap every module run of this server is admitted by."""
     authorization: Authorization = field(default_factory=Authorization)
     """The check the router runs on every module it is about to run (tool scopes, then ``limits``)."""
+    skill_shelf: SkillShelf = field(default_factory=SkillShelf)
+    """The upstream servers' skills, relayed there while they are mounted, served with the rest."""
 
     @property
     def server(self) -> ApcoreServer:
@@ -292,6 +295,7 @@ class Bridge:
         access = ToolAccess(authorization, default_identity=stdio_identity(settings))
         tasks = task_runner(router, settings)
         refusal_observers = observed_with.parts.admission.observers if observed_with is not None else None
+        skill_shelf = SkillShelf()  # filled by the service's upstreams (bridge/upstreams.py) while they are mounted
         parts = build_server(
             served,
             router,
@@ -301,6 +305,7 @@ class Bridge:
             access=access,
             tasks=tasks,
             refusal_observers=refusal_observers,
+            relayed_skills=skill_shelf,
         )
         bridge = cls(
             registry=registry,
@@ -320,6 +325,7 @@ class Bridge:
             selection=selection,
             limits=limits,
             authorization=authorization,
+            skill_shelf=skill_shelf,
         )
         # Upstream tools mount when the service starts, after this: the start line counts them.
         if not len(catalog) and not catalog.resource_records() and upstream_config is None:

@@ -53,7 +53,8 @@ async def serving_upstreams(
         return
     environ = os.environ
     main = main_toolset(bridge.upstream_config, settings).name
-    async with mount_upstreams(bridge.registry, settings, environ, config=bridge.upstream_config) as runtime:
+    config, relay_to = bridge.upstream_config, bridge.skill_shelf
+    async with mount_upstreams(bridge.registry, settings, environ, config=config, skills=relay_to) as runtime:
         assert runtime is not None
         bridge.refilter()
         per_toolset = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()

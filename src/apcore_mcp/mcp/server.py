@@ -34,7 +34,7 @@ from apcore_mcp.mcp.notifier import ListChangedNotifier
 from apcore_mcp.mcp.peer import LogLevels
 from apcore_mcp.mcp.prompts import PromptHandlers
 from apcore_mcp.mcp.resources import ResourceHandlers, Subscriptions
-from apcore_mcp.mcp.skills import SkillEndpoints, skill_catalog
+from apcore_mcp.mcp.skills import RelayedSkills, SkillEndpoints, skill_catalog
 from apcore_mcp.mcp.tasks import TaskEndpoints
 from apcore_mcp.mcp.tools import ToolHandlers, ToolListCache
 from apcore_mcp.mcp.tracing import TracedWhenConfigured
@@ -157,6 +157,7 @@ def build_server(
     access: ToolAccess | None = None,
     tasks: TaskRunner,
     refusal_observers: list[Callable[[str], None]] | None = None,
+    relayed_skills: RelayedSkills | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
@@ -221,7 +222,7 @@ def build_server(
     server.middleware.append(ToolListCache(catalog))
     server.extensions[TASKS_EXTENSION] = {}
     TaskEndpoints(catalog, tasks, edge).install(server)
-    skills = skill_catalog(catalog, settings)
+    skills = skill_catalog(catalog, settings, relayed=relayed_skills)
     if skills is not None:  # innermost: answers skill:// reads after access let them through
         SkillEndpoints(skills, access, ttl_ms=0 if live else STATIC_LIST_TTL_MS).install(server)
     return ServerParts(server, subscriptions, log_levels, refusals, listen, skills)

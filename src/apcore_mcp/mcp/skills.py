@@ -17,8 +17,8 @@ import base64
 import json
 import logging
 import mimetypes
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 import mcp.types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -127,10 +127,13 @@ class SkillEndpoints:
         return self._cached(ctx, {"skill": skill_entry(skill)})
 
     def _find(self, ctx: ServerRequestContext[Any, Any], uri: str) -> Skill | None:
-        """The skill a ``skill://<name>/...`` URI is in, if the caller may see it."""
+        """The skill a ``skill://<name>/...`` URI is in, if the caller may see it; a relayed upstream
+        skill's name has two segments (``<server>/<skill>``), and the longer name is tried first."""
         if not uri.startswith(SKILL_SCHEME):
             return None
-        skill = self.skills.current().get(uri[len(SKILL_SCHEME) :].split("/", 1)[0])
+        parts, current = uri[len(SKILL_SCHEME) :].split("/"), self.skills.current()
+        names = ["/".join(parts[:2])] if len(parts) > 2 else []
+        skill = next((found for name in [*names, parts[0]] if (found := current.get(name)) is not None), None)
         return skill if skill is not None and self._shown(ctx)(skill) else None
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -170,8 +173,19 @@ class SkillEndpoints:
         ]
 
 
-def skill_catalog(catalog: ToolCatalog, settings: Settings) -> SkillCatalog | None:
-    """The skills ``settings`` ask for over ``catalog`` (``None``: skills are off).
+class RelayedSkills(Protocol):
+    """The upstream servers' skills (``upstream.skills.SkillShelf``); ``generation`` grows at each change."""
+
+    @property
+    def generation(self) -> int: ...
+
+    def skills(self) -> Iterable[Skill]: ...
+
+
+def skill_catalog(
+    catalog: ToolCatalog, settings: Settings, *, relayed: RelayedSkills | None = None
+) -> SkillCatalog | None:
+    """The skills ``settings`` ask for over ``catalog`` (``None``: skills are off), with ``relayed`` among them.
 
     A folder of ``skills_dir`` that cannot be served is a WARNING naming its file, as a module
     that cannot be is; with ``strict_modules`` the server does not start.
@@ -194,4 +208,6 @@ def skill_catalog(catalog: ToolCatalog, settings: Settings) -> SkillCatalog | No
         group_by=group_by,
         written=written,
         runs_long=lambda record: task_support(record.annotations) != "forbidden",
+        relayed=relayed.skills if relayed is not None else None,
+        relayed_generation=(lambda: relayed.generation) if relayed is not None else (lambda: 0),
     )
