@@ -12,15 +12,21 @@ from apcore import Registry
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from apcore_mcp.bridge import Bridge
+from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.mcp.skills import SKILLS_EXTENSION
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.skills.frontmatter import parse_frontmatter
 
-from tests._support.modules import Echo
+from tests._support.modules import Echo, module_of
+from tests._support.sessions import Inbox, open_session
 from tests._support.skills import skills_request, write_skill
 
 MODES = ["legacy", "auto"]  # 2025-11-25, 2026-07-28
+
+
+def ping() -> dict[str, str]:
+    """Answer pong."""
+    return {"pong": "pong"}
 
 
 def registry() -> Registry:
@@ -107,3 +113,12 @@ async def test_skills_are_off_unless_asked_for() -> None:
             await skills_request(client.session, "skills/list")
         assert caught.value.code == -32601
         assert not [r for r in (await client.list_resources()).resources if str(r.uri).startswith("skill://")]
+
+
+async def test_a_tool_change_announces_the_resource_list_changed(tmp_path: Path) -> None:
+    served = bridge(tmp_path, dynamic=True)
+    inbox = Inbox()
+    async with BridgeService(served), open_session("memory", served, inbox) as client:
+        await client.list_tools()  # the connection is known to the notifier once a request is served
+        served.registry.register("extra.ping", module_of(ping))  # no documentation: only the skills change
+        await inbox.wait_for("notifications/resources/list_changed")

@@ -63,6 +63,8 @@ class ListChangedNotifier:
         self.subscriptions = subscriptions if subscriptions is not None else Subscriptions()
         """Resource subscriptions of handshake-era connections, told when a subscribed URI changes
         (the server's resource handlers record them here: ``build_server`` hands them this one)."""
+        self.resources_follow_tools = False
+        """Set by ``build_server`` when skills are served: a tool change changes the ``skill://`` resources."""
 
     @property
     def connection_count(self) -> int:
@@ -90,6 +92,7 @@ class ListChangedNotifier:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+        resources = resources or (tools and self.resources_follow_tools)
         kinds = {kind for kind, flag in (("tools", tools), ("resources", resources)) if flag}
         try:
             loop.call_soon_threadsafe(self._schedule, kinds, updated)
