@@ -1,7 +1,7 @@
 /* ---------- the rest of the server: resources, prompts, the server itself ----------
    The sidebar gets a row of views; "Tools" is the list above (10-app.js), the others list what the
    server offers over MCP and open it in the detail pane, each exchange shown in a Protocol view. */
-const VIEWS = ["Tools", "Resources", "Prompts", "Server"];
+const VIEWS = ["Tools", "Resources", "Prompts", "Skills", "Server"];
 const views = { current: "Tools", list: null, count: null, seq: 0, buttons: [] };
 
 function setupViews() {
@@ -47,7 +47,7 @@ async function showView(name) {
   $("detail").replaceChildren(el("p", { class: "empty", text: "Select an entry on the left." }));
   try {
     if (name === "Server") await showServer(seq);
-    else await (name === "Resources" ? listResources : listPrompts)(seq);
+    else await ({ Resources: listResources, Prompts: listPrompts, Skills: listSkills })[name](seq);
   } catch (error) {
     if (seq !== views.seq) return;
     views.count.textContent = "";
