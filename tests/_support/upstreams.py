@@ -142,6 +142,7 @@ async def mounted(
     environ: dict[str, str] | None = None,
     enabled: bool = True,
     log_dir: Path | None = None,
+    skills: Any = None,
 ) -> AsyncIterator[Mount]:
     """The servers of ``data`` (an mcp.json document) mounted into ``executor``'s registry (a new one by default)."""
     from apcore import Executor, Registry
@@ -149,7 +150,7 @@ async def mounted(
     executor = executor or Executor(Registry())
     config = parse_config(data, environ or {})
     async with UpstreamPool(redactor=config.redactor, log_dir=log_dir) as pool:
-        runtime = UpstreamRuntime(executor.registry, pool, enabled=enabled)
+        runtime = UpstreamRuntime(executor.registry, pool, enabled=enabled, skills=skills)
         try:
             await runtime.apply(config, toolsets)
             yield Mount(runtime, executor)

@@ -74,7 +74,8 @@ async def relayed(tmp_path_factory: pytest.TempPathFactory) -> Relayed:
     # Mounted and unmounted here: what was relayed is immutable, and the pool's task group stays in one task.
     with pytest.MonkeyPatch.context() as patch, every_record() as records:
         patch.setattr(relay, "MAX_FILE_BYTES", SMALL_BOUND)
-        async with mounted({"mcpServers": {"evil": skills_entry(spec)}}) as mount:
+        async with mounted({"mcpServers": {"evil": skills_entry(spec)}}, skills=relay.SkillShelf()) as mount:
+            assert mount.runtime.skills is not None
             skills, modules = mount.runtime.skills.skills(), list(mount.runtime.sources["evil"].module_ids)
     warnings = [r.getMessage() for r in records.records if r.levelno == logging.WARNING]
     return Relayed(skills=skills, warnings=warnings, modules=modules)

@@ -9,6 +9,7 @@ from pathlib import Path
 from apcore import Context
 
 from apcore_mcp.tools.skills.model import upstream_origin
+from apcore_mcp.upstream.skills import SkillShelf
 
 from tests._support.named_upstream import named_entry
 from tests._support.skills_upstream import skill, skills_entry, write_spec
@@ -24,8 +25,9 @@ async def test_skills_relayed_unchanged_and_fetched_again_on_list_changed(tmp_pa
         tools=("search", "purge"),
     )
     data = {"mcpServers": {"docs": skills_entry(spec)}}
-    async with mounted(data) as mount:
+    async with mounted(data, skills=SkillShelf()) as mount:
         shelf = mount.runtime.skills
+        assert shelf is not None
         (relayed,) = shelf.skills()
         assert relayed.name == "docs/pdf"
         assert relayed.origin == upstream_origin("docs")
@@ -46,5 +48,5 @@ async def test_skills_relayed_unchanged_and_fetched_again_on_list_changed(tmp_pa
 
 
 async def test_a_server_without_the_extension_relays_nothing() -> None:
-    async with mounted({"mcpServers": {"plain": named_entry("look")}}) as mount:
-        assert mount.runtime.skills.skills() == ()
+    async with mounted({"mcpServers": {"plain": named_entry("look")}}, skills=SkillShelf()) as mount:
+        assert mount.runtime.skills is not None and mount.runtime.skills.skills() == ()

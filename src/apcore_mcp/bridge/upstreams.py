@@ -53,7 +53,7 @@ async def serving_upstreams(
         return
     environ = os.environ
     main = main_toolset(bridge.upstream_config, settings).name
-    config, relay_to = bridge.upstream_config, bridge.skill_shelf
+    config, relay_to = bridge.upstream_config, bridge.skill_shelf if settings.skills else None
     async with mount_upstreams(bridge.registry, settings, environ, config=config, skills=relay_to) as runtime:
         assert runtime is not None
         bridge.refilter()

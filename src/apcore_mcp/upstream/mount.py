@@ -92,7 +92,7 @@ async def mount_upstreams(
     skills: SkillShelf | None = None,
 ) -> AsyncIterator[UpstreamRuntime | None]:
     """The mounted servers of ``settings`` (``None`` when it names none); ``config``: already read;
-    ``skills``: where the servers' skills are relayed to (a shelf of the runtime's own by default).
+    ``skills``: where the servers' skills are relayed to (``None``: they are not fetched).
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).

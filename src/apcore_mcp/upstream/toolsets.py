@@ -82,8 +82,8 @@ class UpstreamRuntime:
         self.enabled = enabled
         self.pins = pins
         """The pins every mounted server's tools are held to (``None``: pinning off)."""
-        self.skills = skills if skills is not None else SkillShelf()
-        """The skills the mounted servers offer, relayed (``upstream/skills``): the bridge's, when it serves them."""
+        self.skills = skills
+        """Where the mounted servers' skills are relayed (``upstream/skills``; ``None``: skills are not served)."""
         self.config = UpstreamConfig()
         self.sources: dict[str, UpstreamSource] = {}
         """The mounted MCP servers."""
