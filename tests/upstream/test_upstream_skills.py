@@ -4,14 +4,20 @@ namespaced ``<server>/<skill>``, fetched again when the upstream says its list c
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
-from apcore import Context
+from apcore import Context, Registry
+from mcp import Client
 
+from apcore_mcp.bridge import Bridge
+from apcore_mcp.settings import Settings
 from apcore_mcp.tools.skills.model import upstream_origin
 from apcore_mcp.upstream.skills import SkillShelf
 
 from tests._support.named_upstream import named_entry
+from tests._support.sessions import Inbox, open_session, running_http
+from tests._support.skills import skills_request
 from tests._support.skills_upstream import skill, skills_entry, write_spec
 from tests._support.upstreams import eventually, mounted
 
@@ -50,3 +56,24 @@ async def test_skills_relayed_unchanged_and_fetched_again_on_list_changed(tmp_pa
 async def test_a_server_without_the_extension_relays_nothing() -> None:
     async with mounted({"mcpServers": {"plain": named_entry("look")}}, skills=SkillShelf()) as mount:
         assert mount.runtime.skills is not None and mount.runtime.skills.skills() == ()
+
+
+async def test_a_relayed_change_is_announced_to_our_clients_and_served(tmp_path: Path) -> None:
+    """The upstream says its list changed; our handshake-era client hears ``resources/list_changed``."""
+    spec = write_spec(tmp_path / "spec.json", [skill("pdf", "Read PDF files")])
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": skills_entry(spec)}}))
+    settings = Settings(mcp_config=str(tmp_path / "mcp.json"), skills=True, dynamic=True)
+    inbox = Inbox()
+    async with running_http(Bridge.build(Registry(), settings)) as url, open_session("http", url, inbox) as client:
+        assert await relayed_uris(client) == ["skill://docs/pdf/SKILL.md"]
+        write_spec(spec, [skill("pdf", "Read PDF files"), skill("sheets", "Edit spreadsheets")])
+        inbox.clear()
+        await client.call_tool("docs.announce", {})
+        await inbox.wait_for("notifications/resources/list_changed")
+        assert await relayed_uris(client) == ["skill://docs/pdf/SKILL.md", "skill://docs/sheets/SKILL.md"]
+
+
+async def relayed_uris(client: Client) -> list[str]:
+    """The relayed skills of ``skills/list`` (beside them is the skill generated for the ``docs.*`` tools)."""
+    listed = await skills_request(client.session, "skills/list")
+    return [entry["uri"] for entry in listed["skills"] if entry["uri"].count("/") == 4]

@@ -23,6 +23,7 @@ import anyio
 from apcore_mcp.bridge.core import Bridge, main_toolset
 from apcore_mcp.upstream.config.parse import UpstreamConfig
 from apcore_mcp.upstream.mount import mount_upstreams, pins_path, read_config, reload_upstreams, watch_config
+from apcore_mcp.upstream.skills import SkillShelf
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,8 @@ async def serving_upstreams(
         assert runtime is not None
         bridge.refilter()
         per_toolset = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()
-        async with per_toolset, anyio.create_task_group() as tasks:
+        announced = relay_to if settings.dynamic else None  # clients were promised list changes only then
+        async with per_toolset, _announcing(announced, bridge), anyio.create_task_group() as tasks:
 
             async def reload() -> None:
                 await runtime.recheck_pins()  # SIGHUP after `pins approve`: every process follows the file
@@ -85,6 +87,17 @@ async def serving_upstreams(
                 await tasks.start(_reload_on_sighup, reload)
             yield runtime
             tasks.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _announcing(shelf: SkillShelf | None, bridge: Bridge) -> AsyncIterator[None]:
+    """Relayed skills that change (an upstream's list_changed) are announced as the resources they are."""
+    remove = shelf.on_change(partial(bridge.notifier.changed, tools=False, resources=True)) if shelf else None
+    try:
+        yield
+    finally:
+        if remove is not None:
+            remove()
 
 
 async def _reload_on_sighup(
