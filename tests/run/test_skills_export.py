@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,23 +12,27 @@ import pytest
 from apcore_mcp.run.skills import ExportError, export_skill, skills_main
 from apcore_mcp.tools.skills.model import make_skill
 
+from tests._support.doc_blocks import BIN, DOCS, REPO, blocks_of
 from tests._support.skills import write_skill
 
-EXTENSIONS = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+EXTENSIONS = REPO / "examples" / "extensions"
 
 
 def test_the_command_writes_every_skill_with_the_listed_bytes(tmp_path: Path) -> None:
+    """docs/skills.md's command as written, from a folder where ``examples`` is the repository's."""
+    [block] = [b for b in blocks_of(DOCS / "skills.md") if b.lang == "bash"]
+    (tmp_path / "examples").symlink_to(REPO / "examples")
     write_skill(tmp_path / "skills", "geo", body="Hand-written geo.\n")
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "apcore_mcp", "skills", "export", str(out), "--extensions-dir", str(EXTENSIONS)]
-    done = subprocess.run(
-        [*command, "--skills-dir", str(tmp_path / "skills")], capture_output=True, text=True, timeout=120, check=False
-    )
+    command = shlex.split(block.body.strip())
+    assert command[0] == "apcore-mcp"
+    command = [str(BIN / "apcore-mcp"), *command[1:], "--skills-dir", "skills"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
+    out = tmp_path / "exported-skills"
     folders = sorted(p.name for p in out.iterdir())
     assert "geo" in folders and "text" in folders
     assert (out / "geo" / "SKILL.md").read_text().endswith("Hand-written geo.\n")
-    assert f"wrote {out / 'text'}" in done.stdout
+    assert "wrote exported-skills/text" in done.stdout
     text = (out / "text" / "SKILL.md").read_bytes()
     assert text.startswith(b"---\nname: text\n")
     # The same registry, the same bytes: a second export writes identical files.

@@ -7,6 +7,7 @@ from pathlib import Path
 from apcore_mcp.tools.skills.directory import load_skills_dir, with_hand_written
 from apcore_mcp.tools.skills.model import make_skill
 
+from tests._support.doc_blocks import DOCS, blocks_of
 from tests._support.skills import write_skill
 
 
@@ -50,3 +51,15 @@ def test_a_bad_folder_is_a_problem_and_the_others_are_served(tmp_path: Path) -> 
 def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
     skills, problems = load_skills_dir(tmp_path / "absent")
     assert skills == [] and "is not a directory" in problems[0].reason
+
+
+def test_the_docs_hand_written_skill_is_served_as_written(tmp_path: Path) -> None:
+    """docs/skills.md's example SKILL.md, loaded from a skills folder."""
+    [block] = [b for b in blocks_of(DOCS / "skills.md") if b.lang == "markdown"]
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(block.body)
+    [skill], problems = load_skills_dir(tmp_path)
+    assert problems == []
+    assert skill.tools == ("files.list", "files.purge", "files.read")
+    assert skill.skill_md == block.body
