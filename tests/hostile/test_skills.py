@@ -149,3 +149,26 @@ async def test_a_hidden_tools_skill_is_absent_on_every_route(url: str, path: str
         assert [entry["uri"] for entry in listed["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]
         read = await client.read_resource(HIDDEN_URI)
         assert "admin.echo" in getattr(read.contents[0], "text", "")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_anonymous_caller_sees_only_skills_of_public_tools(mode: str) -> None:
+    settings = Settings(
+        auth="api-key",
+        auth_api_keys=(api_key_entry(CAROL, "carol", scopes="admin"),),
+        auth_public_tools=("demo.*",),
+        skills=True,
+    )
+    async with running_http(Bridge.build(hidden_registry(), settings)) as base:
+        async with create_mcp_http_client() as http:
+            transport = streamable_http_client(f"{base}/mcp", http_client=http)
+            async with Client(transport, mode=mode, cache=None) as client:
+                listed = await skills_request(client.session, "skills/list")
+                resources = [str(r.uri) for r in (await client.list_resources()).resources]
+                hidden = await error_of(client.read_resource(HIDDEN_URI))
+        async with client_of(f"{base}/mcp", CAROL, mode) as client:
+            signed_in = await skills_request(client.session, "skills/list")
+    assert [entry["uri"] for entry in listed["skills"]] == ["skill://demo/SKILL.md"]
+    assert HIDDEN_URI not in resources and hidden["code"] == -32602
+    assert [entry["uri"] for entry in signed_in["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]

@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from apcore_mcp.bridge import Bridge, BridgeService
 from apcore_mcp.mcp.skills import SKILLS_EXTENSION
 from apcore_mcp.settings import Settings
+from apcore_mcp.tools.problems import ModuleProblemsError
 from apcore_mcp.tools.skills.frontmatter import parse_frontmatter
 
 from tests._support.modules import Echo, module_of
@@ -122,3 +123,14 @@ async def test_a_tool_change_announces_the_resource_list_changed(tmp_path: Path)
         await client.list_tools()  # the connection is known to the notifier once a request is served
         served.registry.register("extra.ping", module_of(ping))  # no documentation: only the skills change
         await inbox.wait_for("notifications/resources/list_changed")
+
+
+def test_a_bad_skill_folder_is_a_warning_or_with_strict_modules_no_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "skills" / "Bad_Name").mkdir(parents=True)
+    served = Bridge.build(registry(), Settings(skills=True, skills_dir=str(tmp_path / "skills")))
+    assert served.parts.skills is not None and len(served.parts.skills.current()) == 2  # the generated ones
+    assert "skill not served" in caplog.text and "Bad_Name" in caplog.text
+    with pytest.raises(ModuleProblemsError, match="Bad_Name"):
+        Bridge.build(registry(), Settings(skills=True, skills_dir=str(tmp_path / "skills"), strict_modules=True))
