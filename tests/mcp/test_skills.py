@@ -134,3 +134,13 @@ def test_a_bad_skill_folder_is_a_warning_or_with_strict_modules_no_start(
     assert "skill not served" in caplog.text and "Bad_Name" in caplog.text
     with pytest.raises(ModuleProblemsError, match="Bad_Name"):
         Bridge.build(registry(), Settings(skills=True, skills_dir=str(tmp_path / "skills"), strict_modules=True))
+
+
+async def test_in_search_mode_the_skills_describe_the_real_tools(tmp_path: Path) -> None:
+    served = Bridge.build(registry(), Settings(skills=True, tool_mode="search"))
+    async with Client(served.server, mode="auto", cache=None) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == {"search_tools", "describe_tool", "invoke_tool"}
+        listed = await skills_request(client.session, "skills/list")
+        assert [e["uri"] for e in listed["skills"]] == ["skill://demo/SKILL.md", "skill://files/SKILL.md"]
+        text = (await read_bytes(client, "skill://demo/SKILL.md")).decode()
+    assert "call each through `invoke_tool`" in text and "`demo.echo`" in text

@@ -306,6 +306,7 @@ class Bridge:
             tasks=tasks,
             refusal_observers=refusal_observers,
             relayed_skills=skill_shelf,
+            skills_over=catalog,
         )
         bridge = cls(
             registry=registry,

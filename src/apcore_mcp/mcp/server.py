@@ -158,6 +158,7 @@ def build_server(
     tasks: TaskRunner,
     refusal_observers: list[Callable[[str], None]] | None = None,
     relayed_skills: RelayedSkills | None = None,
+    skills_over: ToolCatalog | None = None,
 ) -> ServerParts:
     """An MCP server listing ``catalog`` and calling through ``router``.
 
@@ -222,7 +223,8 @@ def build_server(
     server.middleware.append(ToolListCache(catalog))
     server.extensions[TASKS_EXTENSION] = {}
     TaskEndpoints(catalog, tasks, edge).install(server)
-    skills = skill_catalog(catalog, settings, relayed=relayed_skills)
+    # Skills describe the real tools, also in search mode where ``catalog`` holds the meta-tools.
+    skills = skill_catalog(skills_over if skills_over is not None else catalog, settings, relayed=relayed_skills)
     if skills is not None:  # innermost: answers skill:// reads after access let them through
         SkillEndpoints(skills, access, ttl_ms=0 if live else STATIC_LIST_TTL_MS).install(server)
         notifier.resources_follow_tools = True

@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 SKILL_SCHEME = "skill://"
+SEARCH_NOTE = (
+    "This server is in search mode: these tools are not listed, call each through `invoke_tool` "
+    "with its `name` and `arguments` (`describe_tool` gives its full schema)."
+)
 MARKDOWN = "text/markdown"
 
 
@@ -210,4 +214,5 @@ def skill_catalog(
         runs_long=lambda record: task_support(record.annotations) != "forbidden",
         relayed=relayed.skills if relayed is not None else None,
         relayed_generation=(lambda: relayed.generation) if relayed is not None else (lambda: 0),
+        note=SEARCH_NOTE if settings.tool_mode == "search" else "",
     )

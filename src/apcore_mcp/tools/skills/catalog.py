@@ -31,6 +31,7 @@ class SkillCatalog:
         runs_long: Callable[[ToolRecord], bool] = lambda _record: False,
         relayed: Callable[[], Iterable[Skill]] | None = None,
         relayed_generation: Callable[[], int] = lambda: 0,
+        note: str = "",
     ) -> None:
         self._catalog = catalog
         self._group_by = group_by
@@ -38,6 +39,7 @@ class SkillCatalog:
         self._runs_long = runs_long
         self._relayed = relayed
         self._relayed_generation = relayed_generation
+        self._note = note
         self._lock = threading.Lock()
         self._built_for: tuple[int, int] | None = None
         self._set = SkillSet()
@@ -52,6 +54,8 @@ class SkillCatalog:
             return self._set
 
     def _build(self) -> list[Skill]:
-        generated = generate_skills(self._catalog.records(), group_by=self._group_by, runs_long=self._runs_long)
+        generated = generate_skills(
+            self._catalog.records(), group_by=self._group_by, runs_long=self._runs_long, note=self._note
+        )
         relayed = list(self._relayed()) if self._relayed is not None else []
         return [*with_hand_written(generated, self._written), *relayed]

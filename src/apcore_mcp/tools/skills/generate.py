@@ -27,11 +27,13 @@ def generate_skills(
     *,
     group_by: GroupBy = "prefix",
     runs_long: Callable[[ToolRecord], bool] = lambda _record: False,
+    note: str = "",
 ) -> list[Skill]:
     """One generated ``Skill`` per group of ``records`` (tools only), in name order.
 
     ``runs_long`` says which tools are long-running (started as tasks); it is a parameter
-    because the tasks room, not this one, owns that rule.
+    because the tasks room, not this one, owns that rule. ``note`` is a paragraph put under
+    each skill's title (how the tools are reached, in search mode).
     """
     groups: dict[str, tuple[str, list[ToolRecord]]] = {}
     for record in sorted(records, key=lambda r: r.name):
@@ -39,7 +41,7 @@ def generate_skills(
             name = skill_name(key)
             if name is not None:
                 groups.setdefault(name, (key, []))[1].append(record)
-    return [_skill(name, key, members, runs_long) for name, (key, members) in sorted(groups.items())]
+    return [_skill(name, key, members, runs_long, note) for name, (key, members) in sorted(groups.items())]
 
 
 def _group_keys(record: ToolRecord, group_by: GroupBy) -> tuple[str, ...]:
@@ -48,20 +50,20 @@ def _group_keys(record: ToolRecord, group_by: GroupBy) -> tuple[str, ...]:
     return (record.name.split(".", 1)[0],)
 
 
-def _skill(name: str, key: str, members: list[ToolRecord], runs_long: Callable[[ToolRecord], bool]) -> Skill:
+def _skill(name: str, key: str, members: list[ToolRecord], runs_long: Callable[[ToolRecord], bool], note: str) -> Skill:
     tools = ", ".join(r.name for r in members)
     description = f"How to use the {key} tools ({tools}): which to call when, their arguments and their risks."
     if len(description) > MAX_DESCRIPTION:
         description = f"How to use the {len(members)} {key} tools: which to call when, their arguments and risks."
     frontmatter = {"name": name, "description": description}
-    text = render_frontmatter(frontmatter) + _body(key, members, runs_long)
+    text = render_frontmatter(frontmatter) + _body(key, members, runs_long, note)
     return make_skill(
         name, description, text, tools=[r.name for r in members], origin=GENERATED, frontmatter=frontmatter
     )
 
 
-def _body(key: str, members: list[ToolRecord], runs_long: Callable[[ToolRecord], bool]) -> str:
-    lines = [f"\n# {key}\n", "## When to use which tool\n"]
+def _body(key: str, members: list[ToolRecord], runs_long: Callable[[ToolRecord], bool], note: str) -> str:
+    lines = [f"\n# {key}\n", *([note + "\n"] if note else []), "## When to use which tool\n"]
     lines += [f"- `{r.name}`: {_first_line(r.description) or 'no description given.'}" for r in members]
     cautions = _cautions(members, runs_long)
     if cautions:
