@@ -4,6 +4,7 @@ a skill is hidden from whoever may not see one of its tools, on every route."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -172,3 +173,19 @@ async def test_the_anonymous_caller_sees_only_skills_of_public_tools(mode: str) 
     assert [entry["uri"] for entry in listed["skills"]] == ["skill://demo/SKILL.md"]
     assert HIDDEN_URI not in resources and hidden["code"] == -32602
     assert [entry["uri"] for entry in signed_in["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_file_changed_on_disk_is_not_served_against_the_old_digest(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path / "skills", "notes")
+    (folder / "ref.md").write_text("the text that was listed")
+    served = Bridge.build(hidden_registry(), Settings(skills=True, skills_dir=str(tmp_path / "skills")))
+    (folder / "ref.md").write_text("a swap after the start")  # what is served was read once, with its digest
+    async with Client(served.server, mode="auto", cache=None) as client:
+        got = await skills_request(client.session, "skills/get", uri="skill://notes/SKILL.md")
+        for item in got["skill"]["resources"]:
+            [content] = (await client.read_resource(item["uri"])).contents
+            data = getattr(content, "text", "").encode()
+            assert item["digest"] == "sha256:" + hashlib.sha256(data).hexdigest() and item["size"] == len(data)
+        [ref] = (await client.read_resource("skill://notes/ref.md")).contents
+    assert getattr(ref, "text", None) == "the text that was listed"
