@@ -291,7 +291,7 @@ class Bridge:
         served = catalog
         if searching:
             search, served, router = search_front(registry, catalog, router, settings, observers)
-        notifier = ListChangedNotifier()
+        notifier = ListChangedNotifier(resources_follow_tools=settings.skills)  # skill:// files follow the tools
         access = ToolAccess(authorization, default_identity=stdio_identity(settings))
         tasks = task_runner(router, settings)
         refusal_observers = observed_with.parts.admission.observers if observed_with is not None else None

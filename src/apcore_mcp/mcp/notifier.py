@@ -53,7 +53,7 @@ class ListChangedNotifier:
     ``changed()`` from any thread. Bursts of changes are coalesced into one broadcast.
     """
 
-    def __init__(self, subscriptions: Subscriptions | None = None) -> None:
+    def __init__(self, subscriptions: Subscriptions | None = None, *, resources_follow_tools: bool = False) -> None:
         self.bus = InMemorySubscriptionBus()
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -63,8 +63,8 @@ class ListChangedNotifier:
         self.subscriptions = subscriptions if subscriptions is not None else Subscriptions()
         """Resource subscriptions of handshake-era connections, told when a subscribed URI changes
         (the server's resource handlers record them here: ``build_server`` hands them this one)."""
-        self.resources_follow_tools = False
-        """Set by ``build_server`` when skills are served: a tool change changes the ``skill://`` resources."""
+        self.resources_follow_tools = resources_follow_tools
+        """With skills served, a tool change changes the ``skill://`` resources too: both lists are announced."""
 
     @property
     def connection_count(self) -> int:

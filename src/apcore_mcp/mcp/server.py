@@ -227,5 +227,4 @@ def build_server(
     skills = skill_catalog(skills_over if skills_over is not None else catalog, settings, relayed=relayed_skills)
     if skills is not None:  # innermost: answers skill:// reads after access let them through
         SkillEndpoints(skills, access, ttl_ms=0 if live else STATIC_LIST_TTL_MS).install(server)
-        notifier.resources_follow_tools = True
     return ServerParts(server, subscriptions, log_levels, refusals, listen, skills)
