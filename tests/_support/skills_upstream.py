@@ -21,9 +21,13 @@ def skill(path: str, description: str = "A skill", body: str = "", **extra: Any)
     return {"path": path, "files": files, **extra}
 
 
-def write_spec(path: Path, skills: list[dict[str, Any]], tools: tuple[str, ...] = ("search",)) -> Path:
-    """The spec the skills upstream reads at each request (rewrite it to change what it offers)."""
-    path.write_text(json.dumps({"tools": list(tools), "skills": skills}), encoding="utf-8")
+def write_spec(
+    path: Path, skills: list[dict[str, Any]], tools: tuple[str, ...] = ("search",), *, log: Path | None = None
+) -> Path:
+    """The spec the skills upstream reads at each request (rewrite it to change what it offers);
+    ``log`` gets one line per skills request it answers."""
+    spec = {"tools": list(tools), "skills": skills, **({"log": str(log)} if log else {})}
+    path.write_text(json.dumps(spec), encoding="utf-8")
     return path
 
 

@@ -77,3 +77,13 @@ async def relayed_uris(client: Client) -> list[str]:
     """The relayed skills of ``skills/list`` (beside them is the skill generated for the ``docs.*`` tools)."""
     listed = await skills_request(client.session, "skills/list")
     return [entry["uri"] for entry in listed["skills"] if entry["uri"].count("/") == 4]
+
+
+async def test_with_skills_off_no_upstream_is_asked_for_skills(tmp_path: Path) -> None:
+    asked = tmp_path / "asked.log"
+    spec = write_spec(tmp_path / "spec.json", [skill("pdf", "Read PDF files")], log=asked)
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": skills_entry(spec)}}))
+    async with running_http(Bridge.build(Registry(), Settings(mcp_config=str(tmp_path / "mcp.json")))) as url:
+        async with open_session("http", url, Inbox()) as client:
+            assert (await client.call_tool("docs.search", {})).is_error is not True  # mounted and answering
+    assert not asked.exists()

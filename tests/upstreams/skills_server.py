@@ -11,7 +11,8 @@ rewriting it (then calls the ``announce`` tool, which says the tool list changed
                  "frontmatter": {...}}]}
 
 ``listed`` overrides what the listing says of a file (a lying digest or size) and
-``frontmatter`` what it says of the skill, without changing the bytes served.
+``frontmatter`` what it says of the skill, without changing the bytes served. A ``"log"`` path
+gets one line per skills request the server answers (its method).
 """
 
 from __future__ import annotations
@@ -74,7 +75,14 @@ class SkillsUpstream:
             await self.bus.publish(ToolsListChanged())
         return types.CallToolResult(content=[types.TextContent(text=params.name)])
 
+    def note(self, method: str) -> None:
+        log = self.spec().get("log")
+        if log:
+            with Path(log).open("a", encoding="utf-8") as file:
+                file.write(method + "\n")
+
     async def skills_list(self, _ctx: Any, _params: CursorParams) -> dict[str, Any]:
+        self.note("skills/list")
         return {"skills": self.entries(), "ttlMs": 0, "cacheScope": "private"}
 
     async def skills_get(self, _ctx: Any, params: UriParams) -> dict[str, Any]:
