@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
+import mcp.types as types
 import pytest
 import pytest_asyncio
 from apcore import Registry
@@ -25,7 +26,7 @@ from apcore_mcp.tools.skills.directory import load_skills_dir
 from tests._support.auth import api_key_entry, bearer
 from tests._support.modules import Echo
 from tests._support.sessions import running_http
-from tests._support.skills import skills_request, write_skill
+from tests._support.skills import AnyResult, skills_request, write_skill
 
 
 def test_a_symlinked_file_out_of_the_directory_is_refused(tmp_path: Path) -> None:
@@ -170,6 +171,11 @@ async def test_the_anonymous_caller_sees_only_skills_of_public_tools(mode: str) 
                 hidden = await error_of(client.read_resource(HIDDEN_URI))
         async with client_of(f"{base}/mcp", CAROL, mode) as client:
             signed_in = await skills_request(client.session, "skills/list")
+            if mode == "auto":  # what she is listed, the anonymous caller is not: never a shared cache's
+                raw = await client.session.send_request(
+                    types.ListResourcesRequest(params=types.PaginatedRequestParams()), AnyResult
+                )
+                assert signed_in["cacheScope"] == raw.model_dump(by_alias=True)["cacheScope"] == "private"
     assert [entry["uri"] for entry in listed["skills"]] == ["skill://demo/SKILL.md"]
     assert HIDDEN_URI not in resources and hidden["code"] == -32602
     assert [entry["uri"] for entry in signed_in["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]

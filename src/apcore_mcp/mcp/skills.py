@@ -147,7 +147,10 @@ class SkillEndpoints:
                 return self._read(ctx, uri)
         result = await call_next(ctx)
         if ctx.method == "resources/list" and isinstance(result, dict) and not result.get("nextCursor"):
-            return {**result, "resources": [*result.get("resources", []), *self._listed(ctx)]}
+            listed = {**result, "resources": [*result.get("resources", []), *self._listed(ctx)]}
+            if is_modern(ctx) and self.access.active:
+                listed["cacheScope"] = "private"  # the skills listed differ per caller
+            return listed
         return result
 
     def _read(self, ctx: ServerRequestContext[Any, Any], uri: str) -> dict[str, Any]:
