@@ -70,10 +70,11 @@ async def relayed(tmp_path_factory: pytest.TempPathFactory) -> Relayed:
         skill("frontmatter", frontmatter={"name": "frontmatter", "description": "not what the file says"}),
         *ESCAPES.values(),
     ]
-    spec = write_spec(tmp / "spec.json", offered)
+    spec = write_spec(tmp / "spec.json", [*offered, skill("past-the-bound")])
     # Mounted and unmounted here: what was relayed is immutable, and the pool's task group stays in one task.
     with pytest.MonkeyPatch.context() as patch, every_record() as records:
         patch.setattr(relay, "MAX_FILE_BYTES", SMALL_BOUND)
+        patch.setattr(relay, "MAX_SKILLS", len(offered))
         async with mounted({"mcpServers": {"evil": skills_entry(spec)}}, skills=relay.SkillShelf()) as mount:
             assert mount.runtime.skills is not None
             skills, modules = mount.runtime.skills.skills(), list(mount.runtime.sources["evil"].module_ids)
@@ -89,6 +90,12 @@ async def test_only_the_skill_that_checks_out_is_relayed(relayed: Relayed) -> No
     assert [s.name for s in relayed.skills] == ["evil/good"]
     assert relayed.skills[0].skill_md == skill_md("good", "A skill that checks out")
     assert relayed.modules == ["evil.announce", "evil.search"]  # the server's tools are mounted as usual
+
+
+async def test_entries_past_the_bound_are_not_looked_at_and_warned_once(relayed: Relayed) -> None:
+    assert not _warned(relayed, "skill://past-the-bound/SKILL.md")
+    assert "evil/past-the-bound" not in [s.name for s in relayed.skills]
+    assert len([w for w in relayed.warnings if "the rest are not relayed" in w]) == 1
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 SCHEME = "skill://"
 MAX_SKILLS = 64
-"""Skills relayed from one server at most; past it the rest are not relayed (one WARNING)."""
+"""Entries of one server's list looked at, at most; past it the rest are not (one WARNING for them all)."""
 MAX_FILES = 64
 """Files of one skill at most (the SEP lets a server list up to 512)."""
 MAX_FILE_BYTES = 1024 * 1024
@@ -173,6 +173,9 @@ async def fetch_skills(requester: Requester, server: str, segment: str, tools: l
         SkillRefused: ``skills/list`` answered with something that is not a list of skills.
     """
     entries = await _list_entries(requester, server)
+    if len(entries) > MAX_SKILLS:  # so a list of junk cannot flood the log with one WARNING per entry
+        logger.warning("Upstream %r lists more than %d skills: the rest are not relayed", server, MAX_SKILLS)
+        entries = entries[:MAX_SKILLS]
     ids = module_ids(segment, [tool.name for tool in tools])
     skills: list[Skill] = []
     seen: set[str] = set()
@@ -182,8 +185,6 @@ async def fetch_skills(requester: Requester, server: str, segment: str, tools: l
             listed = parse_entry(entry)
             if listed.name in seen:
                 raise SkillRefused(f"a second skill named {listed.name!r}")
-            if len(skills) >= MAX_SKILLS:
-                raise SkillRefused(f"more than {MAX_SKILLS} skills on one server")
             size = sum(f.size for f in listed.files)
             if size > budget:
                 raise SkillRefused(f"the server's skills pass {MAX_SERVER_BYTES} bytes together")
