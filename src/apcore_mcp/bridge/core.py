@@ -12,10 +12,12 @@ from apcore import Executor, Registry
 from apcore.approval import AutoApproveHandler
 
 from apcore_mcp._apcore import executor_approval_handler
+from apcore_mcp.bridge.held import held_shown
 from apcore_mcp.bridge.workers import for_workers, per_worker
 from apcore_mcp.calls.approval import MCPApprovalHandler, mcp_approval_handler
 from apcore_mcp.calls.authorization import Authorization, executor_acl
 from apcore_mcp.calls.budget import ResultBudget
+from apcore_mcp.calls.held import HeldTools
 from apcore_mcp.calls.kept_results import KeptResults
 from apcore_mcp.calls.limits import CallLimits
 from apcore_mcp.calls.person_approval import ApprovalPolicy
@@ -226,6 +228,8 @@ class Bridge:
     """The check the router runs on every module it is about to run (tool scopes, then ``limits``)."""
     skill_shelf: SkillShelf = field(default_factory=SkillShelf)
     """The upstream servers' skills, relayed there while they are mounted, served with the rest."""
+    held: HeldTools = field(default_factory=HeldTools)
+    """The upstream tools held from their pins, filled by the service's upstreams; its routers name their drift."""
 
     @property
     def server(self) -> ApcoreServer:
@@ -258,7 +262,7 @@ class Bridge:
         """
         settings = for_workers(settings or Settings())
         registry = registry_of(registry_or_executor)
-        upstream_config, selection = None, None
+        upstream_config, selection, given = None, None, include
         if mounts_upstreams(settings):
             # Upstream tools register once their servers mount (when serving starts): follow the registry.
             settings = settings.replace(dynamic=True)
@@ -277,6 +281,7 @@ class Bridge:
         observers = observed_with.router.observers if observed_with is not None else None
         budget = observed_with.router.budget if observed_with is not None else result_budget(settings)
         searching = settings.tool_mode == "search"
+        held = observed_with.held if observed_with is not None else HeldTools()  # one per served registry
         router = CallRouter(
             executor,
             catalog,
@@ -286,6 +291,8 @@ class Bridge:
             trace_arguments=settings.trace_arguments,
             observers=None if searching else observers,  # in search mode the front router is observed
             budget=budget,
+            held=held,
+            held_shown=held_shown(settings, (given, selection)),
         )
         search: ToolSearch | None = None
         served = catalog
@@ -327,6 +334,7 @@ class Bridge:
             limits=limits,
             authorization=authorization,
             skill_shelf=skill_shelf,
+            held=held,
         )
         # Upstream tools mount when the service starts, after this: the start line counts them.
         if not len(catalog) and not catalog.resource_records() and upstream_config is None:

@@ -55,7 +55,9 @@ async def serving_upstreams(
     environ = os.environ
     main = main_toolset(bridge.upstream_config, settings).name
     config, relay_to = bridge.upstream_config, bridge.skill_shelf if settings.skills else None
-    async with mount_upstreams(bridge.registry, settings, environ, config=config, skills=relay_to) as runtime:
+    async with mount_upstreams(
+        bridge.registry, settings, environ, config=config, skills=relay_to, held=bridge.held
+    ) as runtime:
         assert runtime is not None
         bridge.refilter()
         per_toolset = endpoints.run(runtime.config, skip=main) if endpoints is not None else contextlib.nullcontext()

@@ -31,6 +31,7 @@ from apcore_mcp.calls.budget import ResultBudget
 from apcore_mcp.calls.context import CallContext, ClientCapabilityMissing, InputRequired
 from apcore_mcp.calls.dry_run import dry_run_result, wants_dry_run
 from apcore_mcp.calls.errors import SafeError, log_call_error, module_not_found, to_safe_error
+from apcore_mcp.calls.held import HeldTool, HeldTools, held_error
 from apcore_mcp.calls.inputs import invalid_input
 from apcore_mcp.calls.limits import Refusal
 from apcore_mcp.calls.spans import call_span, end_call_span, tracing_on
@@ -137,6 +138,8 @@ class CallRouter:
         trace_arguments: bool = False,
         observers: list[Observer] | None = None,
         budget: ResultBudget | None = None,
+        held: HeldTools | None = None,
+        held_shown: Callable[[HeldTool], bool] | None = None,
     ) -> None:
         self.executor = executor
         self.catalog = catalog
@@ -151,6 +154,10 @@ class CallRouter:
         """Told of every call's outcome; a list another router may share (a toolset's calls are the server's)."""
         self.budget = budget
         """The result budget every successful result passes (``calls/budget.py``); ``None``: results go as they are."""
+        self.held = held
+        """Tools held from their pins (``calls/held.py``): a call of one the caller could see names the drift."""
+        self.held_shown = held_shown
+        """Which held tools this router's catalog would serve were they not held (``None``: every one)."""
 
     @property
     def in_flight(self) -> int:
@@ -231,13 +238,22 @@ class CallRouter:
         record = self.catalog.get(name)
         if record is None:
             # Filtered-out and unknown modules look the same: neither exists for this client.
-            return CallOutcome(tool=name, error=module_not_found(name))
+            return CallOutcome(tool=name, error=self._absent(name, call))
         if wants_dry_run(call.meta):
             return await self._dry_run(record, arguments, call)
         outcome = await self._execute(record, arguments, call)
         if not outcome.ok:
             return outcome
         return await self._budgeted(record, await finish_outcome(record, outcome.value, self.max_output_bytes), call)
+
+    def _absent(self, name: str, call: CallContext) -> SafeError:
+        """Not served: a held tool's drift where the caller could see it were it served, else the absent answer."""
+        held = self.held.get(name) if self.held is not None else None
+        if held is None or (self.held_shown is not None and not self.held_shown(held)):
+            return module_not_found(name)
+        if not self.authorization.visible_to(call)(name):
+            return module_not_found(name)  # the hidden-tool rule: a tool it may not see is absent
+        return held_error(held)
 
     async def _budgeted(self, record: ToolRecord, outcome: CallOutcome, call: CallContext) -> CallOutcome:
         """The outcome within its result budget; a dispatcher's result is its target's, budgeted there."""

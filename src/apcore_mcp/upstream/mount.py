@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from apcore_mcp.calls.held import HeldTools
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.upstreams import mounts_upstreams
 from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, UpstreamConfig, UpstreamConfigError, load_config
@@ -90,9 +91,11 @@ async def mount_upstreams(
     *,
     config: UpstreamConfig | None = None,
     skills: SkillShelf | None = None,
+    held: HeldTools | None = None,
 ) -> AsyncIterator[UpstreamRuntime | None]:
     """The mounted servers of ``settings`` (``None`` when it names none); ``config``: already read;
-    ``skills``: where the servers' skills are relayed to (``None``: they are not fetched).
+    ``skills``: where the servers' skills are relayed to (``None``: they are not fetched);
+    ``held``: told which tools the pins hold (``calls/held.py``).
 
     Raises:
         UpstreamConfigError: the file is unusable (or, strict, names a missing variable).
@@ -113,7 +116,7 @@ async def mount_upstreams(
         log_dir=settings.upstream_log_dir,
         max_message_bytes=settings.upstream_max_message_bytes,
     ) as pool:
-        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=pins, skills=skills)
+        runtime = UpstreamRuntime(registry, pool, enabled=settings.upstreams, pins=pins, skills=skills, held=held)
         try:
             switch = await runtime.apply(config, served_toolsets(config, settings.toolset))
             if settings.strict_upstreams and switch.failed:

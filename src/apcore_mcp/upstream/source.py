@@ -26,9 +26,11 @@ from apcore import Context, Registry
 from apcore.errors import InvalidInputError
 
 from apcore_mcp.calls.context import InputRequired, call_context, report_progress, request_inputs
+from apcore_mcp.calls.held import HeldTools
 from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.errors import UpstreamCredentialsError, UpstreamCredentialsRefused
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
+from apcore_mcp.upstream.held import report_held
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
 from apcore_mcp.upstream.pins.keeper import PinKeeper, warn_unpinned
@@ -128,8 +130,11 @@ class UpstreamSource:
         segment: str | None = None,
         pins: PinKeeper | None = None,
         skills: SkillShelf | None = None,
+        held: HeldTools | None = None,
     ) -> None:
         self.spec = spec
+        self.held = held
+        """Told which listed tools the pins hold, so a call can name the drift (``calls/held.py``)."""
         self.skills = skills
         """Where this server's skills go, when it offers them (``upstream/skills``; ``None``: not relayed)."""
         self.pins = pins
@@ -184,6 +189,8 @@ class UpstreamSource:
             self._unregister(module_id)
         if self.pins is not None:
             self.pins.forget(self.name)
+        if self.held is not None:
+            self.held.drop(self.name)
         if self.skills is not None:
             self.skills.drop(self.name)
         private, self._private = list(self._private.values()), {}
@@ -230,8 +237,10 @@ class UpstreamSource:
             await relay_skills(self.skills, await self._lease.connection(), self.name, self.segment, tools)
 
     def _sync(self, tools: list[types.Tool]) -> None:
+        every = [tool.name for tool in tools]
         if self.pins is not None:
             tools = self.pins.admit(self.name, tools, pin=self.spec.pin)
+        report_held(self.held, self.pins, self.name, self.segment, every)
         listed = {tool.name: tool for tool in tools}
         ids = module_ids(self.segment, listed)
         wanted = {ids[name]: tool for name, tool in listed.items()}

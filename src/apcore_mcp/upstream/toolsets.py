@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from apcore_mcp.calls.held import HeldTools
 from apcore_mcp.upstream.config.parse import DEFAULT_TOOLSET, ServerSpec, ToolsetSpec, UpstreamConfig
 from apcore_mcp.upstream.errors import UpstreamError, UpstreamsDisabled
 from apcore_mcp.upstream.handles import UpstreamPool
@@ -76,8 +77,11 @@ class UpstreamRuntime:
         enabled: bool = True,
         pins: PinKeeper | None = None,
         skills: SkillShelf | None = None,
+        held: HeldTools | None = None,
     ) -> None:
         self.registry = registry
+        self.held = held
+        """The bridge's held tools, which every mounted server reports into (``calls/held.py``)."""
         self.pool = pool
         self.enabled = enabled
         self.pins = pins
@@ -145,9 +149,12 @@ class UpstreamRuntime:
                 max_bytes=pool.max_message_bytes,
                 redactor=pool.redactor,
                 pins=self.pins,
+                held=self.held,
             )
         else:
-            source = UpstreamSource(spec, self.pool, self.registry, segment=segment, pins=self.pins, skills=self.skills)
+            source = UpstreamSource(
+                spec, self.pool, self.registry, segment=segment, pins=self.pins, skills=self.skills, held=self.held
+            )
         try:
             await source.open()
         except UpstreamError as exc:

@@ -20,8 +20,10 @@ import mcp.types as types
 from apcore import Context, Registry
 from apcore.errors import InvalidInputError
 
+from apcore_mcp.calls.held import HeldTools
 from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.expand import Redactor
+from apcore_mcp.upstream.held import report_held
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
 from apcore_mcp.upstream.openapi.call import ArgumentError, build_request, send
@@ -57,8 +59,11 @@ class OpenApiSource:
         max_bytes: int,
         redactor: Redactor,
         pins: PinKeeper | None = None,
+        held: HeldTools | None = None,
     ) -> None:
         self.spec = spec
+        self.held = held
+        """Told which operations the pins hold, so a call can name the drift (``calls/held.py``)."""
         self.pins = pins
         """Which operations are served (``upstream/pins``): a drifted or unapproved one is never registered."""
         self.segment = segment or server_segment(spec.name)
@@ -116,6 +121,7 @@ class OpenApiSource:
             tools = [operation.tool for operation in served.values()]
             admitted = {tool.name for tool in self.pins.admit(self.name, tools, pin=self.spec.pin)}
             served = {name: operation for name, operation in served.items() if name in admitted}
+        report_held(self.held, self.pins, self.name, self.segment, self._operations)
         ids = module_ids(self.segment, self._operations)
         for name in self._operations:
             if name not in served and ids[name] in self._modules:
@@ -141,6 +147,8 @@ class OpenApiSource:
             self.registry.unregister(module_id)
         if self.pins is not None:
             self.pins.forget(self.name)
+        if self.held is not None:
+            self.held.drop(self.name)
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
