@@ -62,7 +62,8 @@ async def test_a_relayed_change_is_announced_to_our_clients_and_served(tmp_path:
     """The upstream says its list changed; our handshake-era client hears ``resources/list_changed``."""
     spec = write_spec(tmp_path / "spec.json", [skill("pdf", "Read PDF files")])
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": skills_entry(spec)}}))
-    settings = Settings(mcp_config=str(tmp_path / "mcp.json"), skills=True, dynamic=True)
+    # A new skill of a pinned server waits for approval unless accepted at first sight (test_skill_pins.py).
+    settings = Settings(mcp_config=str(tmp_path / "mcp.json"), skills=True, dynamic=True, pins_accept_new=True)
     inbox = Inbox()
     async with running_http(Bridge.build(Registry(), settings)) as url, open_session("http", url, inbox) as client:
         assert await relayed_uris(client) == ["skill://docs/pdf/SKILL.md"]

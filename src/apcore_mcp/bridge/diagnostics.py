@@ -95,7 +95,7 @@ def _drifted(upstreams: UpstreamRuntime | None) -> list[Entry]:
     return [
         {
             "upstream": entry.server,
-            "tool": entry.tool,
+            entry.kind: entry.tool,  # "tool", or "skill" for a held relayed skill
             "reasons": [{"kind": "drift", "state": entry.state, "pinned": entry.pinned, "current": entry.current}],
         }
         for entry in held

@@ -113,7 +113,7 @@ async def _reload_on_sighup(
 
 
 def drifted_count(runtime: UpstreamRuntime | None) -> int:
-    """How many upstream tools are held from their pins now (drifted, new or unpinned): not served."""
+    """How many upstream tools and relayed skills are held from their pins now (drifted, new or unpinned)."""
     if runtime is None or runtime.pins is None:
         return 0
     return len(runtime.pins.held())

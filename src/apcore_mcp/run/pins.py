@@ -19,13 +19,13 @@ import anyio
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.config.parse import UpstreamConfigError, load_config
 from apcore_mcp.upstream.pins.gate import EXIT_UNREACHABLE, UnknownTool, approve, diff_report, live_pins
-from apcore_mcp.upstream.pins.store import PinsFileError, default_pins_path, read_pins
+from apcore_mcp.upstream.pins.store import PinsFileError, default_pins_path, read_pins, read_skill_pins
 
 
 def pins_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apcore-mcp pins", description="Check or accept the upstream tools' pins.")
     parser.add_argument("action", choices=("diff", "approve"), help="diff: the CI gate; approve: accept definitions")
-    parser.add_argument("tools", nargs="*", metavar="TOOL", help="approve only these (server.tool)")
+    parser.add_argument("tools", nargs="*", metavar="TOOL", help="approve only these (server.tool, server/skill)")
     parser.add_argument("--mcp-config", metavar="FILE", help="the mcp.json (default: $APCORE_MCP_CONFIG)")
     parser.add_argument("--pins", metavar="FILE", help="the pins file (default: <config stem>.pins.json beside it)")
     return parser
@@ -44,13 +44,13 @@ def pins_main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
     assert path is not None
     try:
         config = load_config(config_file, environ)
-        pinned = read_pins(path)
+        pinned, pinned_skills = read_pins(path), read_skill_pins(path)
     except (UpstreamConfigError, PinsFileError, OSError) as exc:
         return _usage(str(exc))
     limit = Settings().upstream_max_message_bytes
     live = anyio.run(lambda: live_pins(config, max_message_bytes=limit))
     if args.action == "diff":
-        report, status = diff_report(pinned, live)
+        report, status = diff_report(pinned, live, pinned_skills)
         sys.stdout.write(report)
         return status
     try:

@@ -147,9 +147,15 @@ def advertises_skills(requester: Requester) -> bool:
 
 
 async def relay_skills(
-    shelf: SkillShelf, requester: Requester, server: str, segment: str, tools: Iterable[types.Tool]
+    shelf: SkillShelf,
+    requester: Requester,
+    server: str,
+    segment: str,
+    tools: Iterable[types.Tool],
+    admit: Callable[[list[Skill]], list[Skill]] | None = None,
 ) -> None:
-    """Fetch ``server``'s skills and put those that pass every check on ``shelf`` (see the module doc).
+    """Fetch ``server``'s skills and put those that pass every check on ``shelf`` (see the module doc);
+    with ``admit`` (the pins), only the skills it returns.
 
     A failure to list keeps what the shelf held for ``server`` (one WARNING).
     """
@@ -161,6 +167,8 @@ async def relay_skills(
     except (UpstreamError, SkillRefused) as exc:
         logger.warning("Upstream %r: skills not relayed, the ones relayed before stay (%s)", server, _why(exc))
         return
+    if admit is not None:
+        skills = admit(skills)
     shelf.put(server, skills)
     logger.info("Upstream %r: %d skill(s) relayed", server, len(skills))
 

@@ -27,6 +27,7 @@ from apcore.errors import InvalidInputError
 
 from apcore_mcp.calls.context import InputRequired, call_context, report_progress, request_inputs
 from apcore_mcp.calls.held import HeldTools
+from apcore_mcp.tools.skills.model import Skill
 from apcore_mcp.upstream.config.parse import ServerSpec
 from apcore_mcp.upstream.errors import UpstreamCredentialsError, UpstreamCredentialsRefused
 from apcore_mcp.upstream.handles import Lease, UpstreamPool
@@ -34,7 +35,7 @@ from apcore_mcp.upstream.held import report_held
 from apcore_mcp.upstream.module import UpstreamTool
 from apcore_mcp.upstream.names import module_ids, server_segment
 from apcore_mcp.upstream.pins.keeper import PinKeeper, warn_unpinned
-from apcore_mcp.upstream.skills import SkillShelf, relay_skills
+from apcore_mcp.upstream.skills import SkillShelf, advertises_skills, fetch_skills, relay_skills
 from apcore_mcp.upstream.token_exchange.exchange import TokenExchanger, caller_key
 
 logger = logging.getLogger(__name__)
@@ -234,7 +235,24 @@ class UpstreamSource:
         """The tools, then the skills that describe them (fetched again whenever the tools are listed)."""
         self._sync(tools)
         if self.skills is not None and self._lease is not None:
-            await relay_skills(self.skills, await self._lease.connection(), self.name, self.segment, tools)
+            connection = await self._lease.connection()
+            await relay_skills(self.skills, connection, self.name, self.segment, tools, self._admit_skills)
+
+    def _admit_skills(self, skills: list[Skill]) -> list[Skill]:
+        """The relayed skills that match their pins (all of them when pinning is off)."""
+        if self.pins is None:
+            return skills
+        return self.pins.skill_pins.admit(self.name, skills, pin=self.spec.pin)
+
+    async def listed_skills(self) -> list[Skill] | None:
+        """The server's skills that pass the relay's checks now, served or held (for ``pins diff``);
+        ``None`` when it does not offer skills."""
+        if self._lease is None:
+            raise RuntimeError(f"upstream source {self.name!r} is not open")
+        connection = await self._lease.connection()
+        if not advertises_skills(connection):
+            return None
+        return await fetch_skills(connection, self.name, self.segment, await self.listed_tools())
 
     def _sync(self, tools: list[types.Tool]) -> None:
         every = [tool.name for tool in tools]

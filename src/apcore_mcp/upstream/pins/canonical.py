@@ -8,6 +8,7 @@ title) is pinned: those change without changing what the tool asks the model to 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 import mcp.types as types
@@ -36,3 +37,11 @@ def digest(pinned: dict[str, Any]) -> str:
         return hashlib.sha256(rfc8785.dumps(pinned)).hexdigest()
     except rfc8785.CanonicalizationError as exc:
         raise UnpinnableTool(str(exc)) from None
+
+
+def skill_definition(name: str, files: Iterable[tuple[str, str, int]]) -> dict[str, Any]:
+    """A relayed skill's pinned description: its ``name`` and each file's path, SHA-256 and size,
+    sorted by path. The files' digests cover every byte an agent reads (``SKILL.md``, frontmatter
+    included), so a changed word in any file changes the pin."""
+    listed = [{"path": path, "sha256": sha, "size": size} for path, sha, size in sorted(files)]
+    return {"name": name, "files": listed}

@@ -22,7 +22,9 @@ from apcore_mcp.upstream.config.parse import UpstreamConfig
 from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.mount import served_toolsets
 from apcore_mcp.upstream.pins.canonical import PINNED_FIELDS, UnpinnableTool, definition, digest
-from apcore_mcp.upstream.pins.store import Pin, Pins, read_pins, write_pins
+from apcore_mcp.upstream.pins.skills import changed_files, relayed_name, skill_pin
+from apcore_mcp.upstream.pins.store import Pin, Pins, read_pins, read_skill_pins, write_pins
+from apcore_mcp.upstream.source import UpstreamSource
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
 EXIT_MATCH, EXIT_DRIFT, EXIT_UNREACHABLE = 0, 1, 2
@@ -36,6 +38,8 @@ class Live:
     failed: dict[str, str] = field(default_factory=dict)
     unpinned: list[str] = field(default_factory=list)
     """Servers whose entry says ``"pin": false``: neither diffed nor approved."""
+    skills: Pins = field(default_factory=dict)
+    """Per server offering skills, per relayed skill, the pin it would take (``pins/skills``)."""
 
 
 async def live_pins(config: UpstreamConfig, *, max_message_bytes: int) -> Live:
@@ -51,6 +55,9 @@ async def live_pins(config: UpstreamConfig, *, max_message_bytes: int) -> Live:
             for name, source in sorted(runtime.mounted.items()):
                 if name not in live.unpinned:
                     live.pins[name] = {tool.name: _pin(tool) for tool in await source.listed_tools()}
+                    skills = await source.listed_skills() if isinstance(source, UpstreamSource) else None
+                    if skills is not None:
+                        live.skills[name] = {relayed_name(skill): skill_pin(skill) for skill in skills}
         finally:
             await runtime.close()
     return live
@@ -64,8 +71,9 @@ def _pin(tool: Any) -> Pin:
         return Pin(f"unpinnable: {exc}", current)
 
 
-def diff_report(pinned: Pins, live: Live) -> tuple[str, int]:
-    """The readable report and the exit status (``EXIT_MATCH`` only when every tool matches its pin)."""
+def diff_report(pinned: Pins, live: Live, pinned_skills: Pins | None = None) -> tuple[str, int]:
+    """The readable report and the exit status (``EXIT_MATCH`` only when every tool and every relayed
+    skill matches its pin)."""
     lines: list[str] = []
     status = EXIT_MATCH
     for server, error in sorted(live.failed.items()):
@@ -87,6 +95,9 @@ def diff_report(pinned: Pins, live: Live) -> tuple[str, int]:
                 lines.append(f"{server}.{name}: drifted (pinned {_short(was)}, now {_short(now)})")
                 lines.extend(_unified(server, name, was, now))
                 status = max(status, EXIT_DRIFT)
+    skill_lines, skill_status = skills_report(pinned_skills or {}, live.skills)
+    lines.extend(skill_lines)
+    status = max(status, skill_status)
     if status == EXIT_MATCH:
         lines.append("every upstream tool matches its pin")
     return "\n".join(lines) + "\n", status
@@ -126,27 +137,60 @@ class UnknownTool(ValueError):
 
 
 def approve(path: Path, live: Live, tools: Sequence[str] = ()) -> list[str]:
-    """Accept the current definitions into the pins file: every tool (removed ones dropped), or only
-    ``tools`` (each ``server.tool``). The approved names.
+    """Accept the current definitions into the pins file: every tool and relayed skill (removed ones
+    dropped), or only ``tools`` (each ``server.tool``, or ``server/skill`` for a skill). The approved names.
 
     Raises:
-        UnknownTool: a name in ``tools`` is not a listed tool of a reached server.
+        UnknownTool: a name in ``tools`` is not a listed tool or skill of a reached server.
         PinsFileError: the pins file exists and is unusable.
     """
-    pins = read_pins(path)
+    pins, skill_pins = read_pins(path), read_skill_pins(path)
     current = {
         f"{server}.{name}": (server, name, pin) for server, listed in live.pins.items() for name, pin in listed.items()
     }
-    unknown = [tool for tool in tools if tool not in current]
+    skills = {
+        f"{server}/{name}": (server, name, pin)
+        for server, listed in live.skills.items()
+        for name, pin in listed.items()
+    }
+    unknown = [tool for tool in tools if tool not in current and tool not in skills]
     if unknown:
         raise UnknownTool(f"not a tool of a reached server: {', '.join(unknown)}")
     if tools:
         for tool in tools:
-            server, name, pin = current[tool]
-            pins.setdefault(server, {})[name] = pin
+            server, name, pin = current[tool] if tool in current else skills[tool]
+            (pins if tool in current else skill_pins).setdefault(server, {})[name] = pin
         approved = list(tools)
     else:
         pins.update(live.pins)  # servers not reached keep their pins
-        approved = sorted(current)
-    write_pins(path, pins)
+        skill_pins.update(live.skills)
+        approved = sorted(current) + sorted(skills)
+    write_pins(path, pins, skill_pins)
     return approved
+
+
+def skills_report(pinned: Pins, live: Pins) -> tuple[list[str], int]:
+    """The relayed skills' lines of ``pins diff`` (a drift names the files that changed) and their status."""
+    lines: list[str] = []
+    status = EXIT_MATCH
+    for server, skills in sorted(live.items()):
+        old = pinned.get(server, {})
+        for name in sorted(set(skills) | set(old)):
+            was, now = old.get(name), skills.get(name)
+            label = f"{server}/{name}"
+            if now is None:
+                lines.append(f"skill {label}: removed (pinned {_short(was)}); `pins approve` drops its pin")
+            elif was is None:
+                lines.append(f"skill {label}: new, not pinned (now {_short(now)}); files: {_files(None, now)}")
+                status = EXIT_DRIFT
+            elif was.sha256 != now.sha256:
+                changed = _files(was, now)
+                lines.append(
+                    f"skill {label}: drifted (pinned {_short(was)}, now {_short(now)}); files changed: {changed}"
+                )
+                status = EXIT_DRIFT
+    return lines, status
+
+
+def _files(was: Pin | None, now: Pin) -> str:
+    return ", ".join(changed_files(was.definition if was else None, now.definition)) or "-"

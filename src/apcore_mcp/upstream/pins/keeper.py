@@ -22,7 +22,8 @@ from pathlib import Path
 import mcp.types as types
 
 from apcore_mcp.upstream.pins.canonical import UnpinnableTool, definition, digest
-from apcore_mcp.upstream.pins.store import Pin, Pins, PinsFileError, read_pins, write_pins
+from apcore_mcp.upstream.pins.skills import SkillPins
+from apcore_mcp.upstream.pins.store import Pin, Pins, PinsFileError, read_pins, read_skill_pins, write_pins
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class Held:
     state: str
     pinned: str | None
     current: str | None
+    kind: str = "tool"
+    """``tool``, or ``skill`` for a relayed skill held the same way (``tool`` is then the skill's name)."""
 
 
 def warn_unpinned(pins: PinKeeper | None, server: str, *, pin: bool) -> None:
@@ -73,6 +76,8 @@ class PinKeeper:
         self._pins: Pins = read_pins(path)
         self._stamp = _stamp(path)
         self._held: dict[str, dict[str, Held]] = {}
+        self.skill_pins = SkillPins(self, read_skill_pins(path))
+        """The relayed skills' pins, judged beside the tools (``pins/skills``)."""
 
     def changed(self) -> bool:
         """Whether the file changed since it was last read."""
@@ -110,10 +115,12 @@ class PinKeeper:
     def forget(self, server: str) -> None:
         """``server`` is no longer mounted: nothing of it is held."""
         self._held.pop(server, None)
+        self.skill_pins.forget(server)
 
     def held(self) -> list[Held]:
-        """Every held tool, by server then tool name."""
-        return [entry for server in sorted(self._held) for _name, entry in sorted(self._held[server].items())]
+        """Every held tool, by server then tool name, then every held relayed skill."""
+        tools = [entry for server in sorted(self._held) for _name, entry in sorted(self._held[server].items())]
+        return tools + self.skill_pins.held()
 
     def _judge(self, server: str, tool: types.Tool, pinned: dict[str, Pin], *, first_sight: bool) -> Held | Pin | None:
         """``None``: matches its pin; a ``Pin``: to be taken now; a ``Held``: not served."""
@@ -131,10 +138,24 @@ class PinKeeper:
             return Held(server, tool.name, UNPINNED, None, sha)
         return Pin(sha, current)
 
+    def reload(self) -> None:
+        """Read the file again if it changed since it was last read (before a judgement)."""
+        self._reload_if_changed()
+
+    def save(self) -> bool:
+        """Write the tools' and skills' pins in force; ``False`` (logged) when the file could not be written."""
+        try:
+            write_pins(self.path, self._pins, self.skill_pins.pins)
+        except OSError as exc:
+            logger.error("Pins file %s not written (%s): the new pins hold for this process only", self.path, exc)
+            return False
+        self._stamp = _stamp(self.path)
+        return True
+
     def _take(self, server: str, taken: dict[str, Pin]) -> None:
         self._pins.setdefault(server, {}).update(taken)
         try:
-            write_pins(self.path, self._pins)
+            write_pins(self.path, self._pins, self.skill_pins.pins)
         except OSError as exc:
             logger.error("Pins file %s not written (%s): the new pins hold for this process only", self.path, exc)
             return
@@ -148,6 +169,7 @@ class PinKeeper:
             return
         try:
             self._pins = read_pins(self.path)
+            self.skill_pins.pins = read_skill_pins(self.path)
         except PinsFileError as exc:
             logger.error("Pins file not reloaded, the pins in force stay: %s", exc)
             return

@@ -34,6 +34,9 @@ class Pin:
 
 Pins = dict[str, dict[str, Pin]]
 """Server name -> tool name -> pin. A server present with no tools is pinned as having none."""
+SKILLS_KEY = "skills"
+"""The file's map of relayed skills' pins, server -> skill -> pin, beside ``servers`` (a file
+without it, written before skills were pinned, loads as having no skill pinned)."""
 
 
 def default_pins_path(mcp_config: str | None) -> Path | None:
@@ -50,20 +53,38 @@ def read_pins(path: Path) -> Pins:
     Raises:
         PinsFileError: unreadable, too large, not JSON, or not the expected shape.
     """
+    return _parse(_raw(path), path)
+
+
+def _raw(path: Path) -> Any:
+    """The file's JSON, ``{"version": 1, "servers": {}}`` when it does not exist."""
     try:
         with path.open("rb") as file:
             data = file.read(MAX_PINS_BYTES + 1)
     except FileNotFoundError:
-        return {}
+        return {"version": FORMAT_VERSION, "servers": {}}
     except OSError as exc:
         raise PinsFileError(f"{path}: cannot be read ({exc.strerror})") from None
     if len(data) > MAX_PINS_BYTES:
         raise PinsFileError(f"{path}: larger than {MAX_PINS_BYTES} bytes")
     try:
-        raw = json.loads(data)
+        return json.loads(data)
     except ValueError as exc:
         raise PinsFileError(f"{path}: not JSON ({exc})") from None
-    return _parse(raw, path)
+
+
+def read_skill_pins(path: Path) -> Pins:
+    """The relayed skills' pins in ``path`` (server -> skill name -> pin); none when absent.
+
+    Raises:
+        PinsFileError: as ``read_pins``, or its ``skills`` map is not the expected shape.
+    """
+    raw = _raw(path)
+    _parse(raw, path)  # the same checks of the whole file
+    skills = raw.get(SKILLS_KEY, {})
+    if not isinstance(skills, dict):
+        raise PinsFileError(f"{path}: {SKILLS_KEY} must be an object of servers")
+    return _parse({"version": FORMAT_VERSION, "servers": skills}, path)
 
 
 def _parse(raw: Any, path: Path) -> Pins:
@@ -84,18 +105,33 @@ def _parse(raw: Any, path: Path) -> Pins:
     return pins
 
 
-def render_pins(pins: Mapping[str, Mapping[str, Pin]]) -> str:
-    """The file's text: sorted, indented, one trailing newline."""
-    servers = {
-        server: {name: {"sha256": pin.sha256, "definition": pin.definition} for name, pin in tools.items()}
-        for server, tools in pins.items()
+def render_pins(pins: Mapping[str, Mapping[str, Pin]], skills: Mapping[str, Mapping[str, Pin]] | None = None) -> str:
+    """The file's text: sorted, indented, one trailing newline (a ``skills`` map only when one is pinned)."""
+    document: dict[str, Any] = {"version": FORMAT_VERSION, "servers": _plain(pins)}
+    if skills:
+        document[SKILLS_KEY] = _plain(skills)
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _plain(pins: Mapping[str, Mapping[str, Pin]]) -> dict[str, Any]:
+    return {
+        server: {name: {"sha256": pin.sha256, "definition": pin.definition} for name, pin in named.items()}
+        for server, named in pins.items()
     }
-    return json.dumps({"version": FORMAT_VERSION, "servers": servers}, indent=2, sort_keys=True) + "\n"
 
 
-def write_pins(path: Path, pins: Mapping[str, Mapping[str, Pin]]) -> None:
-    """Replace ``path`` with ``pins`` atomically, mode 0644."""
-    text = render_pins(pins).encode()
+def write_pins(
+    path: Path, pins: Mapping[str, Mapping[str, Pin]], skills: Mapping[str, Mapping[str, Pin]] | None = None
+) -> None:
+    """Replace ``path`` with ``pins`` atomically, mode 0644; ``skills`` ``None`` keeps the skills' pins
+    the file has (a writer of tools' pins never drops them).
+
+    Raises:
+        PinsFileError: ``skills`` is ``None`` and the file's skills map cannot be read.
+    """
+    if skills is None:
+        skills = read_skill_pins(path)
+    text = render_pins(pins, skills).encode()
     fd, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as file:
