@@ -109,6 +109,17 @@ async def test_a_new_skill_of_a_pinned_server_waits_unless_accepted(tmp_path: Pa
     assert sorted(read_skill_pins(up.pins)["docs"]) == ["mail", "pdf", "sheets"]
 
 
+async def test_several_workers_never_write_and_hold_every_unpinned_skill(tmp_path: Path) -> None:
+    up = SkillsConfig(tmp_path)
+    async with up.mounted(workers=2) as (_registry, runtime):
+        assert served(runtime) == []
+        assert [entry for entry in held(runtime) if entry[0] == "skill"] == [
+            ("skill", "pdf", "unpinned"),
+            ("skill", "sheets", "unpinned"),
+        ]
+    assert not up.pins.exists()
+
+
 async def test_an_old_pins_file_without_skills_loads_and_its_skills_are_pinned(tmp_path: Path) -> None:
     up = SkillsConfig(tmp_path)
     async with up.mounted():
