@@ -19,6 +19,7 @@ from apcore_mcp._addresses import is_loopback_address
 from apcore_mcp.bridge import BridgeService
 from apcore_mcp.bridge.diagnostics import hidden_tools
 from apcore_mcp.calls.principal import principal_of
+from apcore_mcp.http.pins import pins_routes
 
 ADMIN_TOOLS_PATH = "/admin/tools"
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -38,7 +39,8 @@ def admin_routes(service: BridgeService, *, authenticated: bool) -> list[BaseRou
         body = {"hidden": hidden_tools(service.bridge, service.upstreams)}
         return JSONResponse(body, headers=_NO_STORE)
 
-    return [Route(ADMIN_TOOLS_PATH, tools, methods=["GET"])]
+    approving = pins_routes(service) if authenticated else []  # approving is never open: auth only
+    return [Route(ADMIN_TOOLS_PATH, tools, methods=["GET"]), *approving]
 
 
 def operator_refusal(request: Request, admin_scope: str | None) -> Response | None:

@@ -117,3 +117,4 @@ class SettingsOptions(TypedDict, total=False):
     toolset: str | None
     pins: str | None
     pins_accept_new: bool
+    auth_pins_scope: str

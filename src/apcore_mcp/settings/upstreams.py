@@ -22,6 +22,7 @@ MOUNTING = (
     "upstream_max_message_bytes",
     "pins",
     "pins_accept_new",
+    "auth_pins_scope",
 )
 """The settings of mounting upstream servers: ``SOURCES`` and those meaning something only under one of them."""
 
@@ -96,6 +97,13 @@ class UpstreamSettings:
         group="upstreams",
         kind="bool",
     )
+    auth_pins_scope: str = option(
+        "mcp:pins",
+        "scope a token needs to approve a held upstream tool in the explorer (`POST /admin/pins/approve`,"
+        " served only with auth on)",
+        group="upstreams",
+        metavar="SCOPE",
+    )
 
 
 def mounts_upstreams(s: UpstreamSettings) -> bool:
@@ -111,6 +119,8 @@ def check_upstreams(s: UpstreamSettings) -> None:
     for what in ("upstreams", "strict_upstreams", "pins_accept_new"):
         if not isinstance(getattr(s, what), bool):
             raise SettingError(what, f"{what} must be true or false, got {getattr(s, what)!r}")
+    if not isinstance(s.auth_pins_scope, str) or not s.auth_pins_scope or any(c.isspace() for c in s.auth_pins_scope):
+        raise SettingError("auth_pins_scope", "auth_pins_scope must be one scope: a single word")
     set_field(s, "from_openapi", as_tuple(s.from_openapi, "from_openapi"))
     if any(not isinstance(item, str) or not item.strip() for item in s.from_openapi):
         raise SettingError("from_openapi", "from_openapi entries must be non-empty strings")
