@@ -89,6 +89,16 @@ async def test_a_token_without_the_scope_approves_nothing(served: Served) -> Non
     assert served.pins.read_bytes() == before and served.bridge.catalog.get("up.look") is None
 
 
+async def test_only_the_operator_reads_the_held_tools_diff(served: Served) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        refused = await http.get(f"{served.base}/admin/pins", headers=bearer(ALICE))
+        shown = await http.get(f"{served.base}/admin/pins", headers=bearer(OPS))
+    assert refused.status_code == 403 and "look" not in refused.text
+    [held] = shown.json()["held"]
+    assert (held["tool"], held["state"]) == ("up.look", "changed")
+    assert f"-  {PINNED['look']}" in held["diff"] and f"+  {PULLED['look']}" in held["diff"]
+
+
 async def test_the_operator_approves_and_the_tool_is_served_audited(
     served: Served, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,4 +1,4 @@
-"""``POST /admin/pins/approve``: an operator accepts held upstream tools from the explorer.
+"""``GET /admin/pins`` and ``POST /admin/pins/approve``: an operator sees held upstream tools' diffs and accepts them.
 
 Served only with auth on (with auth off the route does not exist: approving a tool the model will
 read is never open), to a token holding ``auth_pins_scope``. The body is ``{"tools": ["server.tool",
@@ -23,10 +23,12 @@ from starlette.routing import BaseRoute, Route
 from apcore_mcp.bridge import BridgeService
 from apcore_mcp.calls.audit import audit_logger
 from apcore_mcp.calls.principal import principal_of
-from apcore_mcp.upstream.pins.gate import Live, UnknownTool, _pin, approve
-from apcore_mcp.upstream.pins.store import PinsFileError
+from apcore_mcp.upstream.pins.gate import Live, UnknownTool, _pin, _unified, approve
+from apcore_mcp.upstream.pins.store import PinsFileError, read_pins
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
+PINS_PATH = "/admin/pins"
+"""``GET``: the held tools with a readable diff of each (what the explorer shows before an approval)."""
 PINS_APPROVE_PATH = "/admin/pins/approve"
 MAX_APPROVE_BODY_BYTES = 64 * 1024
 MAX_APPROVE_TOOLS = 256
@@ -46,7 +48,34 @@ def pins_routes(service: BridgeService) -> list[BaseRoute]:
             return tools
         return await _approve(service.upstreams, tools, principal.identity.id)
 
-    return [Route(PINS_APPROVE_PATH, approve_route, methods=["POST"])]
+    async def held_route(request: Request) -> Response:
+        principal = principal_of(request.scope)
+        if principal is None or scope not in principal.scopes:
+            return _error(403, "insufficient_scope", f"needs scope {scope}")
+        return JSONResponse({"held": await _held(service.upstreams)}, headers=_NO_STORE)
+
+    return [
+        Route(PINS_PATH, held_route, methods=["GET"]),
+        Route(PINS_APPROVE_PATH, approve_route, methods=["POST"]),
+    ]
+
+
+async def _held(runtime: UpstreamRuntime | None) -> list[dict[str, str]]:
+    """Each held tool (``server.tool``), why, and the unified diff of its pinned and current definitions."""
+    keeper = runtime.pins if runtime is not None else None
+    if runtime is None or keeper is None:
+        return []
+    live = await _live(runtime)
+    pinned = await anyio.to_thread.run_sync(read_pins, keeper.path)
+    shown = []
+    for entry in keeper.held():
+        now = live.pins.get(entry.server, {}).get(entry.tool)
+        if getattr(entry, "kind", "tool") != "tool" or now is None:
+            continue  # a relayed skill, or a tool the server no longer lists
+        was = pinned.get(entry.server, {}).get(entry.tool)
+        diff = "\n".join(_unified(entry.server, entry.tool, was, now))
+        shown.append({"tool": f"{entry.server}.{entry.tool}", "state": entry.state, "diff": diff})
+    return shown
 
 
 async def _requested(request: Request) -> list[str] | Response:

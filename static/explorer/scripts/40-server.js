@@ -301,6 +301,7 @@ async function showServer(seq) {
   try { ready = await getJSON((state.config && state.config.readyPath) || "../ready"); } catch (error) { ready = { error: error.message }; }
   const hidden = await hiddenTools();
   const approvals = await pendingApprovals();
+  const held = await heldTools();
   // The card a host reads before it connects (server_card on): shown as served, a link to it above.
   const cardPath = state.config && state.config.serverCardPath;
   let card = null;
@@ -321,6 +322,7 @@ async function showServer(seq) {
       el("p", { class: "meta" }, el("a", { href: cardPath, target: "_blank", rel: "noopener", text: cardPath })), jsonView(card)) : null,
     upstreams ? el("section", { class: "card", id: "upstreams" }, el("h3", { text: "Upstream servers" }), upstreamTable(upstreams)) : null,
     hidden ? el("section", { class: "card", id: "hidden-tools" }, el("h3", { text: "Hidden tools (operator)" }), hiddenTable(hidden)) : null,
+    held && held.length ? heldCard(held) : null,
     approvals ? approvalsCard(approvals) : null,
     ready && ready.status ? el("p", { class: "meta", id: "ready-status", text: "Readiness: " + ready.status }) : null);
 }
@@ -351,6 +353,34 @@ function hiddenTable(entries) {
     el("tbody", {}, entries.map((entry) => el("tr", { "data-name": entry.module || entry.upstream },
       el("td", {}, el("code", { text: entry.module || "upstream " + entry.upstream })),
       el("td", { text: entry.reasons.map(reasonText).join("; ") })))));
+}
+
+/* Upstream tools held from their pins, each with the diff of its definition (/admin/pins): only a
+   token holding auth_pins_scope gets them (auth on only); anyone else's refusal shows nothing. */
+async function heldTools() {
+  const path = state.config && state.config.pinsPath;
+  if (!path) return null;
+  try { return (await getJSON(path)).held; } catch (error) { return null; }
+}
+
+function heldCard(entries) {
+  return el("section", { class: "card", id: "held-tools" }, el("h3", { text: "Held upstream tools (pins)" }),
+    entries.map((entry) => {
+      const status = el("span", { class: "meta" });
+      const button = el("button", { type: "button", class: "approve", text: "Approve" });
+      button.onclick = async () => {
+        button.disabled = true;
+        try {
+          const response = await fetch(state.config.pinsPath + "/approve", { method: "POST", cache: "no-store",
+            headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify({ tools: [entry.tool] }) });
+          const body = await response.json().catch(() => null);
+          status.textContent = response.ok ? "approved" : (body && body.error_description) || "HTTP " + response.status;
+        } catch (error) { status.textContent = error.message; }
+      };
+      return el("div", { class: "held", "data-tool": entry.tool },
+        el("p", {}, el("code", { text: entry.tool }), " " + entry.state + " ", button, " ", status),
+        el("pre", { class: "diff", text: entry.diff }));
+    }));
 }
 
 /* /ready's upstream part: {mounted: {name: tools}, failed: {name: reason}, pool: {name: {connected, failures, error}}}. */

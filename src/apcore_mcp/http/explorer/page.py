@@ -43,6 +43,7 @@ from apcore_mcp.calls.principal import identity_of
 from apcore_mcp.http.admin import ADMIN_TOOLS_PATH
 from apcore_mcp.http.explorer.views import FRAME_PATH, view_frame_routes
 from apcore_mcp.http.exposure import local_connection
+from apcore_mcp.http.pins import PINS_PATH
 from apcore_mcp.settings import Settings
 from apcore_mcp.settings.declared import options
 from apcore_mcp.tools.records import ToolRecord
@@ -197,6 +198,8 @@ def explorer_routes(bridge: Bridge, gate: ExecuteGate) -> list[BaseRoute]:
                 "readyPath": f"{root}/ready",
                 # The operator's list (http/admin.py): the page asks it with its token; refused, it shows nothing.
                 "adminToolsPath": f"{root}{ADMIN_TOOLS_PATH}" if admin_served else None,
+                # Held upstream tools' diffs and their approval (http/pins.py): auth only, else never offered.
+                "pinsPath": f"{root}{PINS_PATH}" if settings.auth != "none" else None,
                 # The approver's queue (http/approvals.py): refused to anyone else, it shows nothing.
                 "approvalsPath": f"{root}{APPROVALS_PATH}" if queue_served else None,
                 "serverCardPath": f"{root}/mcp/server-card" if settings.server_card else None,
