@@ -44,7 +44,11 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     tmp = tmp_path_factory.mktemp("pins-calls")
     tools, calls, config = tmp / "tools.json", tmp / "calls.txt", tmp / "mcp.json"
     up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
-    toolsets = {"team": {"servers": ["up"]}, "local": {"servers": [], "modules": True}}
+    toolsets = {
+        "team": {"servers": ["up"]},
+        "local": {"servers": [], "modules": True},
+        "find": {"servers": ["up"], "toolMode": "search"},
+    }
     config.write_text(json.dumps({"mcpServers": {"up": up}, "toolsets": toolsets}))
     tools.write_text(json.dumps(PINNED))
     settings = Settings(
@@ -100,3 +104,18 @@ async def test_a_toolset_without_the_upstream_answers_its_drift_as_absent(url: s
     absent = await called(f"{url}/toolsets/local/mcp", CAROL, mode, "up.gone")
     held = await called(f"{url}/toolsets/local/mcp", CAROL, mode, "up.look")
     assert NAME in absent and held == absent
+
+
+async def invoked(url: str, key: str, mode: str, name: str) -> str:
+    """What ``invoke_tool`` of search mode answers for ``name``, with ``name`` replaced."""
+    async with sdk_client(url, key, mode) as client:
+        result = await client.call_tool("invoke_tool", {"name": name, "arguments": ARGS})
+    return json.dumps(result.model_dump(mode="json", by_alias=True), sort_keys=True).replace(name, NAME)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_invoke_tool_names_the_drift_by_the_same_rule(url: str, mode: str) -> None:
+    find = f"{url}/toolsets/find/mcp"
+    assert await invoked(find, ALICE, mode, "up.look") == await invoked(find, ALICE, mode, "up.gone")
+    told = json.loads(await invoked(find, CAROL, mode, "up.look"))
+    assert told["isError"] is True and told["content"][0]["text"].startswith(f"Tool {NAME} is held: ")

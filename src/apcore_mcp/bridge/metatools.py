@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from apcore_mcp.calls.authorization import Authorization
 from apcore_mcp.calls.context import CallContext, call_context
-from apcore_mcp.calls.router import CallRefused, CallRouter, wire_result
+from apcore_mcp.calls.router import CallOutcome, CallRefused, CallRouter, wire_result
 from apcore_mcp.tools.content import MCP_RESULT_KEY
 from apcore_mcp.tools.records import ToolRecord
 from apcore_mcp.tools.search import ToolSearch
@@ -165,7 +165,10 @@ class InvokeTool(_MetaTool):
         name = str(inputs["name"])
         caller = caller_of(context)
         if self._find(name, self._visible(caller)) is None:
-            raise ModuleNotFoundError(name)
+            held = self._router.held_answer(name, caller)  # a held tool's drift, by the router's own rule
+            if held is None:
+                raise ModuleNotFoundError(name)
+            return {MCP_RESULT_KEY: json.dumps(wire_result(CallOutcome(tool=name, error=held)), ensure_ascii=False)}
         # The router a direct call takes: the target is authorized and admitted for this caller there.
         outcome = await self._router.call(name, dict(inputs.get("arguments") or {}), caller)
         if outcome.input_required is not None:

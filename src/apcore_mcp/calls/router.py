@@ -248,11 +248,16 @@ class CallRouter:
 
     def _absent(self, name: str, call: CallContext) -> SafeError:
         """Not served: a held tool's drift where the caller could see it were it served, else the absent answer."""
+        told = self.held_answer(name, call)
+        return told if told is not None else module_not_found(name)
+
+    def held_answer(self, name: str, call: CallContext) -> SafeError | None:
+        """Held tool ``name``'s drift error when the caller of ``call`` could see it were it served, else ``None``."""
         held = self.held.get(name) if self.held is not None else None
         if held is None or (self.held_shown is not None and not self.held_shown(held)):
-            return module_not_found(name)
+            return None
         if not self.authorization.visible_to(call)(name):
-            return module_not_found(name)  # the hidden-tool rule: a tool it may not see is absent
+            return None  # the hidden-tool rule: a tool it may not see is absent
         return held_error(held)
 
     async def _budgeted(self, record: ToolRecord, outcome: CallOutcome, call: CallContext) -> CallOutcome:
