@@ -4,7 +4,8 @@ A real stdio upstream is pinned, then changes a tool's description. With ``auth_
 a caller without the tool's scope calling it gets, byte for byte (the name replaced), the answer
 of a tool that does not exist; a caller holding the scope is told the tool is held and an
 operator must approve it; a toolset endpoint whose selection leaves the upstream out answers it
-as absent even to that caller. Both protocol eras, through the SDK's client over uvicorn.
+as absent even to that caller. The anonymous caller is told only of a public tool's drift (``auth_public_tools``). Both protocol
+eras, through the SDK's client over uvicorn.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests._support.modules import Echo
 from tests._support.sessions import running_http
 from tests.hostile.test_hidden_tools import sdk_client
 from tests.hostile.test_pins import ARGS, DRIFTING, PINNED, PULLED
+from tests.hostile.test_public_tools import over_mcp
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -56,6 +58,7 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
         auth="api-key",
         auth_api_keys=(api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="up")),
         auth_tool_scopes=("up.*=up",),
+        auth_public_tools=("up.look",),  # the anonymous caller may see this one
         auth_filter_tools=True,
     )
     async with mount_upstreams(Registry(), settings, os.environ):
@@ -119,3 +122,9 @@ async def test_invoke_tool_names_the_drift_by_the_same_rule(url: str, mode: str)
     assert await invoked(find, ALICE, mode, "up.look") == await invoked(find, ALICE, mode, "up.gone")
     told = json.loads(await invoked(find, CAROL, mode, "up.look"))
     assert told["isError"] is True and told["content"][0]["text"].startswith(f"Tool {NAME} is held: ")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_anonymous_caller_is_told_only_of_a_public_tools_drift(url: str, mode: str) -> None:
+    public = await over_mcp(url, "/mcp", mode, "up.look")
+    assert "Tool up.look is held: its definition changed since it was pinned" in public
