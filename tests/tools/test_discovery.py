@@ -46,7 +46,9 @@ BROKEN: dict[str, str] = {
                 return {}
     """,
     "no_input.py": module_file("NoInput", description="Forgot its input schema", input_schema=None),
-    "two_classes.py": module_file("First", after="\nclass Second(First):\n    input_schema = In\n    output_schema = Out\n"),
+    "two_classes.py": module_file(
+        "First", after="\nclass Second(First):\n    input_schema = In\n    output_schema = Out\n"
+    ),
     "no_description.py": module_file("Undescribed", description=None),
     "Bad-Name.py": GOOD,
     "system/tool.py": GOOD,

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Route
 from apcore_mcp.bridge import BridgeService
 from apcore_mcp.calls.audit import audit_logger
 from apcore_mcp.calls.principal import principal_of
-from apcore_mcp.upstream.pins.gate import Live, UnknownTool, _pin, _unified, approve
+from apcore_mcp.upstream.pins.gate import Live, UnknownTool, approve, pin_of, unified_diff
 from apcore_mcp.upstream.pins.store import PinsFileError, read_pins
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
@@ -73,7 +73,7 @@ async def _held(runtime: UpstreamRuntime | None) -> list[dict[str, str]]:
         if getattr(entry, "kind", "tool") != "tool" or now is None:
             continue  # a relayed skill, or a tool the server no longer lists
         was = pinned.get(entry.server, {}).get(entry.tool)
-        diff = "\n".join(_unified(entry.server, entry.tool, was, now))
+        diff = "\n".join(unified_diff(entry.server, entry.tool, was, now))
         shown.append({"tool": f"{entry.server}.{entry.tool}", "state": entry.state, "diff": diff})
     return shown
 
@@ -126,7 +126,7 @@ async def _live(runtime: UpstreamRuntime) -> Live:
     live = Live()
     for name, source in sorted(runtime.mounted.items()):
         if source.spec.pin:
-            live.pins[name] = {tool.name: _pin(tool) for tool in await source.listed_tools()}
+            live.pins[name] = {tool.name: pin_of(tool) for tool in await source.listed_tools()}
     return live
 
 

@@ -54,7 +54,7 @@ async def live_pins(config: UpstreamConfig, *, max_message_bytes: int) -> Live:
             live.failed = {**skipped, **switch.failed}
             for name, source in sorted(runtime.mounted.items()):
                 if name not in live.unpinned:
-                    live.pins[name] = {tool.name: _pin(tool) for tool in await source.listed_tools()}
+                    live.pins[name] = {tool.name: pin_of(tool) for tool in await source.listed_tools()}
                     skills = await source.listed_skills() if isinstance(source, UpstreamSource) else None
                     if skills is not None:
                         live.skills[name] = {relayed_name(skill): skill_pin(skill) for skill in skills}
@@ -63,7 +63,8 @@ async def live_pins(config: UpstreamConfig, *, max_message_bytes: int) -> Live:
     return live
 
 
-def _pin(tool: Any) -> Pin:
+def pin_of(tool: Any) -> Pin:
+    """The pin of a listed tool's current definition (the gate and the operator's HTTP approval share it)."""
     current = definition(tool)
     try:
         return Pin(digest(current), current)
@@ -89,11 +90,11 @@ def diff_report(pinned: Pins, live: Live, pinned_skills: Pins | None = None) -> 
                 lines.append(f"{server}.{name}: removed (pinned {_short(was)}); `pins approve` drops its pin")
             elif was is None:
                 lines.append(f"{server}.{name}: new, not pinned (now {_short(now)})")
-                lines.extend(_unified(server, name, None, now))
+                lines.extend(unified_diff(server, name, None, now))
                 status = max(status, EXIT_DRIFT)
             elif was.sha256 != now.sha256:
                 lines.append(f"{server}.{name}: drifted (pinned {_short(was)}, now {_short(now)})")
-                lines.extend(_unified(server, name, was, now))
+                lines.extend(unified_diff(server, name, was, now))
                 status = max(status, EXIT_DRIFT)
     skill_lines, skill_status = skills_report(pinned_skills or {}, live.skills)
     lines.extend(skill_lines)
@@ -107,7 +108,8 @@ def _short(pin: Pin | None) -> str:
     return pin.sha256[:12] if pin is not None else "-"
 
 
-def _unified(server: str, name: str, was: Pin | None, now: Pin) -> list[str]:
+def unified_diff(server: str, name: str, was: Pin | None, now: Pin) -> list[str]:
+    """A readable unified diff of a tool's pinned and current definitions (``None``: a new tool)."""
     before = _readable(was.definition) if was is not None else []
     after = _readable(now.definition)
     return [
