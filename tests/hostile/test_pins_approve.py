@@ -123,7 +123,8 @@ async def test_with_auth_off_the_route_does_not_exist() -> None:
     assert response.status_code == 404
 
 
-async def test_a_pins_file_this_process_may_not_write_is_refused_409(tmp_path: Path) -> None:
+async def test_several_workers_approve_under_the_files_lock(tmp_path: Path) -> None:
+    """Workers never pin on first sight, but an operator's approval is one locked write they all follow."""
     tools, calls, config = tmp_path / "tools.json", tmp_path / "calls.txt", tmp_path / "mcp.json"
     up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
     config.write_text(json.dumps({"mcpServers": {"up": up}}))
@@ -138,5 +139,6 @@ async def test_a_pins_file_this_process_may_not_write_is_refused_409(tmp_path: P
     async with running_http(bridge) as base:
         await wait_until(lambda: bridge.catalog.get("up.steady") is not None, "the upstream's tools mounted")
         response = await post(base, OPS, {"tools": ["up.look"]})
-    assert response.status_code == 409 and "apcore-mcp pins approve" in response.json()["error_description"]
-    assert (tmp_path / "mcp.pins.json").read_bytes() == before
+    assert response.status_code == 200 and response.json() == {"approved": ["up.look"]}
+    after = json.loads((tmp_path / "mcp.pins.json").read_text())
+    assert after != json.loads(before) and "look" in json.dumps(after)

@@ -95,7 +95,13 @@ class TraceId:
         return {"trace_id": context.trace_id}
 
 
-HOSTILE_META = [123, ["00-" + CALLER_TRACE + "-" + CALLER_SPAN + "-01"], {"a": 1}, "garbage", "00-" + "0" * 32 + "-0-01"]
+HOSTILE_META = [
+    123,
+    ["00-" + CALLER_TRACE + "-" + CALLER_SPAN + "-01"],
+    {"a": 1},
+    "garbage",
+    "00-" + "0" * 32 + "-0-01",
+]
 
 
 async def test_hostile_trace_context_fails_no_call_and_a_valid_one_names_the_trace() -> None:
@@ -107,7 +113,9 @@ async def test_hostile_trace_context_fails_no_call_and_a_valid_one_names_the_tra
     async def call(meta: dict[str, Any], headers: dict[str, str]) -> str:
         params = {"name": "trace.id", "arguments": {}, "_meta": {**MODERN_META, **meta}}
         response = await http.post(
-            f"{url}/mcp", json={**body, "params": params}, headers={**modern_headers("tools/call", "trace.id"), **headers}
+            f"{url}/mcp",
+            json={**body, "params": params},
+            headers={**modern_headers("tools/call", "trace.id"), **headers},
         )
         assert response.status_code == 200, response.text
         result = response.json()["result"]

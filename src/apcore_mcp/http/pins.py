@@ -5,8 +5,9 @@ read is never open), to a token holding ``auth_pins_scope``. The body is ``{"too
 ...]}``, the names ``apcore-mcp pins approve`` takes. The current definitions come from the servers
 this process has mounted; the pins file is written atomically by the same approve logic as the
 command line (``upstream/pins/gate.py``), then this process follows it at once, and every other
-process within its poll of the file. A pins file this process may not write (several workers, a
-read-only file) is refused with 409. Each approval is one INFO record on ``apcore_mcp.audit``.
+process within its poll of the file; several workers may each approve (the write is locked). A
+pins file that cannot be written (read-only) is refused with 409. Each approval is one INFO record
+on ``apcore_mcp.audit``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from apcore_mcp.bridge import BridgeService
 from apcore_mcp.calls.audit import audit_logger
 from apcore_mcp.calls.principal import principal_of
 from apcore_mcp.upstream.pins.gate import Live, UnknownTool, approve, pin_of, unified_diff
+from apcore_mcp.upstream.pins.keeper import can_write
 from apcore_mcp.upstream.pins.store import PinsFileError, read_pins
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
@@ -101,12 +103,14 @@ async def _approve(runtime: UpstreamRuntime | None, tools: list[str], who: str) 
     keeper = runtime.pins if runtime is not None else None
     if runtime is None or keeper is None:
         return _error(409, "not_pinned", "no upstream tools are pinned here: nothing to approve")
-    if not keeper.writable:
+    if not can_write(keeper.path):
+        # Several workers never pin on first sight (they would race); an operator's approval is one
+        # locked read-modify-write (gate.approve), which every worker then reloads.
         return _error(
             409,
             "read_only",
-            f"the pins file {keeper.path.name} is read-only in this process (several workers, or the file"
-            " cannot be written): approve with `apcore-mcp pins approve` and deploy the file",
+            f"the pins file {keeper.path.name} cannot be written here: approve with `apcore-mcp pins approve`"
+            " and deploy the file",
         )
     live = await _live(runtime)
     try:

@@ -23,7 +23,7 @@ from apcore_mcp.upstream.handles import UpstreamPool
 from apcore_mcp.upstream.mount import served_toolsets
 from apcore_mcp.upstream.pins.canonical import PINNED_FIELDS, UnpinnableTool, definition, digest
 from apcore_mcp.upstream.pins.skills import changed_files, relayed_name, skill_pin
-from apcore_mcp.upstream.pins.store import Pin, Pins, read_pins, read_skill_pins, write_pins
+from apcore_mcp.upstream.pins.store import Pin, Pins, read_pins, read_skill_pins, write_pins, writing
 from apcore_mcp.upstream.source import UpstreamSource
 from apcore_mcp.upstream.toolsets import UpstreamRuntime
 
@@ -146,28 +146,31 @@ def approve(path: Path, live: Live, tools: Sequence[str] = ()) -> list[str]:
         UnknownTool: a name in ``tools`` is not a listed tool or skill of a reached server.
         PinsFileError: the pins file exists and is unusable.
     """
-    pins, skill_pins = read_pins(path), read_skill_pins(path)
-    current = {
-        f"{server}.{name}": (server, name, pin) for server, listed in live.pins.items() for name, pin in listed.items()
-    }
-    skills = {
-        f"{server}/{name}": (server, name, pin)
-        for server, listed in live.skills.items()
-        for name, pin in listed.items()
-    }
-    unknown = [tool for tool in tools if tool not in current and tool not in skills]
-    if unknown:
-        raise UnknownTool(f"not a tool of a reached server: {', '.join(unknown)}")
-    if tools:
-        for tool in tools:
-            server, name, pin = current[tool] if tool in current else skills[tool]
-            (pins if tool in current else skill_pins).setdefault(server, {})[name] = pin
-        approved = list(tools)
-    else:
-        pins.update(live.pins)  # servers not reached keep their pins
-        skill_pins.update(live.skills)
-        approved = sorted(current) + sorted(skills)
-    write_pins(path, pins, skill_pins)
+    with writing(path):  # several processes may approve at once: none drops another's entries
+        pins, skill_pins = read_pins(path), read_skill_pins(path)
+        current = {
+            f"{server}.{name}": (server, name, pin)
+            for server, listed in live.pins.items()
+            for name, pin in listed.items()
+        }
+        skills = {
+            f"{server}/{name}": (server, name, pin)
+            for server, listed in live.skills.items()
+            for name, pin in listed.items()
+        }
+        unknown = [tool for tool in tools if tool not in current and tool not in skills]
+        if unknown:
+            raise UnknownTool(f"not a tool of a reached server: {', '.join(unknown)}")
+        if tools:
+            for tool in tools:
+                server, name, pin = current[tool] if tool in current else skills[tool]
+                (pins if tool in current else skill_pins).setdefault(server, {})[name] = pin
+            approved = list(tools)
+        else:
+            pins.update(live.pins)  # servers not reached keep their pins
+            skill_pins.update(live.skills)
+            approved = sorted(current) + sorted(skills)
+        write_pins(path, pins, skill_pins)
     return approved
 
 

@@ -8,10 +8,11 @@ definition is kept with the hash so ``pins diff`` can show what changed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,27 @@ FORMAT_VERSION = 1
 MAX_PINS_BYTES = 16 * 1024 * 1024
 """A pins file larger than this is refused (it holds definitions, not data)."""
 SUFFIX = ".pins.json"
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Hold the pins file's lock (``<file>.lock`` beside it) for a read-modify-write.
+
+    Approvals may come from several processes at once (the workers' explorer, ``pins approve``):
+    each reads the file, changes its entries and replaces it, so without the lock one would drop
+    another's. Where ``fcntl`` is missing (Windows) the write is still atomic, only not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on the platforms we test
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 class PinsFileError(ValueError):
