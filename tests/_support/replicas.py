@@ -214,14 +214,17 @@ def modern_call(
     *,
     request_state: str | None = None,
     input_responses: dict[str, Any] | None = None,
+    elicitation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One 2026-07-28 ``tools/call`` to ``base``; the JSON-RPC response (``result`` or ``error``)."""
+    """One 2026-07-28 ``tools/call`` to ``base``; the JSON-RPC response (``result`` or ``error``).
+
+    ``elicitation``: the client's elicitation capability (default: form mode only)."""
     params: dict[str, Any] = {
         "name": name,
         "arguments": arguments,
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": elicitation or {"form": {}}},
         },
     }
     if request_state is not None:

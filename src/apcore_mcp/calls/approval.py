@@ -216,7 +216,7 @@ class MCPApprovalHandler:
         try:
             answer = (await call.request_inputs({key: self._link_request(call, request, pending)}))[key]
         except InputRequired:
-            pending.claimed = False  # 2026-07-28: the retry carrying the link's answer claims it again
+            self.desk.release(pending)  # 2026-07-28: the retry carrying the link's answer claims it again
             raise
         if answer is None or answer.get("action") != "accept":
             self.desk.close(pending)
@@ -245,7 +245,7 @@ class MCPApprovalHandler:
                 continue
             if (pending.tool, pending.digest, pending.asked_by) == (tool, digest, asked_by):
                 return pending
-            pending.claimed = False  # another call's approval: it stays for that call
+            self.desk.release(pending)  # another call's approval: it stays for that call
         return None
 
     def _link_request(self, call: CallContext, request: ApprovalRequest, pending: PendingApproval) -> dict[str, Any]:

@@ -10,10 +10,11 @@ operator set, and an unknown value counts as ``deny``.
 A ``person`` call opens a ``PendingApproval`` on the ``ApprovalDesk`` and waits for a decision.
 The page's link carries a token naming the approval and signed (HMAC-SHA256) with the desk's
 secret over the approval's id, tool, argument digest and expiry: a forged or altered token,
-one for another approval, an expired one or one already decided decides nothing. The desk is
-in this process (a random secret per process): the page must be served by the same process as
-the call, so with several workers or replicas a ``person`` approval reaches only the process
-that asked (see the docs).
+one for another approval, an expired one or one already decided decides nothing. This desk is
+in this process (a random secret per process); several workers of one machine share theirs
+through their store instead (``replicas/machine/person_approvals.py``), so any worker's page
+decides a call waiting in another. Replicas sharing Redis do not yet: there a ``person``
+approval reaches only the process that asked (see the docs).
 """
 
 from __future__ import annotations
@@ -132,6 +133,10 @@ class ApprovalDesk:
             pending.claimed = True
             return pending
 
+    def release(self, pending: PendingApproval) -> None:
+        """``pending`` waits for a claim again (a 2026-07-28 round ended, or it is another call's)."""
+        pending.claimed = False
+
     def find(self, token: str) -> PendingApproval | None:
         """The undecided approval ``token`` names, if its signature holds and it has not expired."""
         with self._lock:
@@ -171,13 +176,14 @@ class ApprovalDesk:
                 del self._pending[pending.id]
 
     def _find_locked(self, token: str) -> PendingApproval | None:
-        approval_id, _, signature = token.partition(".")
-        pending = self._pending.get(approval_id)
+        pending = self._pending.get(token.partition(".")[0])
         if pending is None or pending.decision is not None or pending.expires_at <= self._clock():
             return None
-        if not hmac.compare_digest(signature.encode("ascii", "replace"), self._sign(pending).encode("ascii")):
-            return None
-        return pending
+        return pending if self._signature_holds(token, pending) else None
+
+    def _signature_holds(self, token: str, pending: PendingApproval) -> bool:
+        signature = token.partition(".")[2]
+        return hmac.compare_digest(signature.encode("ascii", "replace"), self._sign(pending).encode("ascii"))
 
     def _sign(self, pending: PendingApproval) -> str:
         message = "\n".join((pending.id, pending.tool, pending.digest, repr(pending.expires_at))).encode()

@@ -47,13 +47,13 @@ def approval_routes(executor: Executor, *, approver_scope: str | None) -> list[B
     handler = mcp_approval_handler(executor)
     if handler is None:
         return []
-    desk = handler.desk
-    desk.page_served = True
+    handler.desk.page_served = True
 
     async def page(request: Request) -> Response:
         refused = operator_refusal(request, approver_scope)
         if refused is not None:
             return refused
+        desk = handler.desk  # read per request: several workers swap in their shared desk while served
         token = request.path_params["token"]
         if request.method == "POST":
             return await _decide(request, desk, token, approver_scope)
@@ -66,7 +66,7 @@ def approval_routes(executor: Executor, *, approver_scope: str | None) -> list[B
         refused = operator_refusal(request, approver_scope)
         if refused is not None:
             return refused
-        root = request.scope.get("root_path", "")
+        root, desk = request.scope.get("root_path", ""), handler.desk
         return JSONResponse({"pending": [_entry(desk, pending, root) for pending in desk.pending()]}, headers=_NO_STORE)
 
     return [

@@ -47,6 +47,10 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, record BLOB NOT NULL, size INTEGER NOT NULL,"
     " expires REAL NOT NULL, final INTEGER NOT NULL DEFAULT 0, cancel INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS task_ends (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS person_approvals (id TEXT PRIMARY KEY, tool TEXT NOT NULL, digest TEXT NOT NULL,"
+    " asked_by TEXT NOT NULL, arguments TEXT NOT NULL, expires_at REAL NOT NULL, claimed INTEGER NOT NULL,"
+    " decision TEXT, decided_by TEXT NOT NULL, how TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS person_approvals_asked_by ON person_approvals (asked_by)",
     "CREATE TABLE IF NOT EXISTS metrics (pid INTEGER PRIMARY KEY, at REAL NOT NULL, text BLOB NOT NULL)",
 )
 
