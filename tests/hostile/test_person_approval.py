@@ -309,9 +309,10 @@ async def test_deny_refuses_whatever_the_client_answers(marker: Path, own_execut
 
 
 def test_several_processes_are_told_where_a_person_decides(caplog: pytest.LogCaptureFixture) -> None:
-    """The desk is per process: with replicas (``redis_url``) the operator is told to route the page."""
+    """Replicas (``redis_url``) keep a desk each: the operator is told to route the page. Workers share theirs."""
     Bridge.build(person_registry(), Settings(redis_url="redis://127.0.0.1:1/0"))
     Bridge.build(person_registry(), Settings())
+    Bridge.build(person_registry(), Settings(workers=2))
     warned = [record.getMessage() for record in caplog.records if "route /approvals/" in record.getMessage()]
     assert len(warned) == 1 and "person.wipe" in warned[0], warned
 

@@ -367,10 +367,10 @@ class Bridge:
         policy = handler.policy if (handler := mcp_approval_handler(self.executor)) is not None else None
         asked = [record for record in self.catalog.records() if record.requires_approval]
         person = [r.name for r in asked if policy is not None and policy.for_module(r.annotations) == "person"]
-        if person and not alone:
+        if person and self.settings.redis_url is not None:  # workers of one machine share their desk
             logger.warning(
-                "A person approves %s on the approval page of the process that asked: with several workers "
-                "or replicas, route /approvals/ to that process (or the call times out, refused)",
+                "A person approves %s on the approval page of the process that asked: with several "
+                "replicas, route /approvals/ to that process (or the call times out, refused)",
                 ", ".join(person),
             )
         if self.settings.request_state_keys and alone and self.settings.approval != "auto":
