@@ -40,8 +40,11 @@ FACTORY = textwrap.dedent(
 
 
     def create_app():
+        # Written whole, then renamed: the test counts records while workers write them.
         record = Path(os.environ["HOSTS_RECORD"]) / str(os.getpid())
-        record.write_text(f"{hosted_workers()} {supervisor_key()}")
+        partial = record.with_name(record.name + ".partial")
+        partial.write_text(f"{hosted_workers()} {supervisor_key()}")
+        os.replace(partial, record)
         return app
     """
 )
@@ -60,14 +63,18 @@ def records_of(argv: list[str], workdir: Path, expected: int) -> list[str]:
         )
     try:
         deadline = time.monotonic() + START_SECONDS
-        while len(list(records.iterdir())) < expected and time.monotonic() < deadline:
+        while len(written(records)) < expected and time.monotonic() < deadline:
             assert proc.poll() is None, log.read_text(errors="replace")
             time.sleep(0.1)
-        found = sorted(path.read_text() for path in records.iterdir())
+        found = sorted(path.read_text() for path in written(records))
         assert len(found) == expected, log.read_text(errors="replace")
         return [*found, str(proc.pid)]
     finally:
         stop_process_group(proc)
+
+
+def written(records: Path) -> list[Path]:
+    return [path for path in records.iterdir() if not path.name.endswith(".partial")]
 
 
 def tool(name: str) -> str:
