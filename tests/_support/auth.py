@@ -223,14 +223,20 @@ def role_executor() -> Executor:
 
 @contextlib.asynccontextmanager
 async def mcp_client(url: str, token: str | None, *, mode: str = "legacy") -> AsyncIterator[Any]:
-    """``mcp.Client`` over Streamable HTTP whose every request carries ``Authorization: Bearer``.
+    """``endpoint_client`` on the server's ``/mcp``."""
+    async with endpoint_client(f"{url}/mcp", token, mode) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def endpoint_client(endpoint: str, token: str | None, mode: str = "legacy") -> AsyncIterator[Client]:
+    """``mcp.Client`` over Streamable HTTP at ``endpoint`` (``/mcp``, the explorer's door, a toolset's),
+    every request carrying ``Authorization: Bearer`` (no token: a caller without credentials).
 
     The SDK client takes headers through the ``httpx2.AsyncClient`` it is given.
     """
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with create_mcp_http_client(headers=headers) as http:
-        transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        async with Client(transport, mode=mode, cache=None) as client:
+    async with create_mcp_http_client(headers=bearer(token) if token else None) as http:
+        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
             yield client
 
 

@@ -11,10 +11,9 @@ Real clients (the SDK's, httpx) against uvicorn on a loopback port; API keys as 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,6 @@ from typing import Any
 import anyio
 import pytest
 from apcore import Identity, Registry
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
@@ -34,7 +30,7 @@ from apcore_mcp.calls.limits import OVERLOADED, CallLimits
 from apcore_mcp.calls.principal import Principal
 from apcore_mcp.settings import Settings
 
-from tests._support.auth import api_key_entry, bearer, sse_session
+from tests._support.auth import api_key_entry, endpoint_client, sse_session
 from tests._support.hostile import serving, wait_until
 from tests._support.hostile_modules import Sleeper
 from tests._support.modules import Echo
@@ -87,15 +83,8 @@ def request(tool: str, arguments: dict[str, Any], search: bool) -> tuple[str, di
     return (INVOKE_TOOL, {"name": tool, "arguments": arguments}) if search else (tool, arguments)
 
 
-@contextlib.asynccontextmanager
-async def client_at(endpoint: str, key: str, mode: str) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers=bearer(key)) as http:
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
-            yield client
-
-
 async def over_mcp(endpoint: str, key: str, tool: str, arguments: dict[str, Any], *, mode: str, search: bool) -> str:
-    async with client_at(endpoint, key, mode) as client:
+    async with endpoint_client(endpoint, key, mode) as client:
         try:
             return answer(await client.call_tool(*request(tool, arguments, search)))
         except MCPError as error:
@@ -187,7 +176,7 @@ async def test_one_caller_holds_at_most_its_share_of_the_concurrency_cap(route: 
     limits = settings(tmp_path, search=route.search, max_concurrent_calls=2, max_caller_share=0.5)
     async with (
         serving(found, **limits) as (url, _bridge),
-        client_at(f"{url}/mcp", CAROL, "legacy") as holder,
+        endpoint_client(f"{url}/mcp", CAROL, "legacy") as holder,
         anyio.create_task_group() as tasks,
     ):
         tasks.start_soon(holder.call_tool, *request(SLEEP, HOLD, route.search))
@@ -207,7 +196,7 @@ async def test_search_and_describe_show_only_what_the_caller_may_call(mode: str,
     async with serving(registry()[0], **settings(tmp_path, search=True, auth_filter_tools=True)) as (url, _):
         seen: dict[str, tuple[list[str], list[str]]] = {}
         for who, key in (("alice", ALICE), ("carol", CAROL)):
-            async with client_at(f"{url}/mcp", key, mode) as client:
+            async with endpoint_client(f"{url}/mcp", key, mode) as client:
                 found = await client.call_tool(SEARCH_TOOLS, {"query": "echo text", "limit": 10})
                 described = await client.call_tool(DESCRIBE_TOOL, {"names": [SECRET, OPEN]})
             assert found.structured_content is not None and described.structured_content is not None
@@ -271,7 +260,7 @@ async def test_an_upstream_tool_needs_its_scope_too(search: bool, tmp_path: Path
         await wait_until(lambda: catalog.get("up.echo") is not None, "the upstream's tools mounted")
         answers = []
         for key in (ALICE, CAROL):
-            async with client_at(f"{url}/mcp", key, "legacy") as client:
+            async with endpoint_client(f"{url}/mcp", key, "legacy") as client:
                 result = await client.call_tool(*request("up.echo", ARGS, search))
             answers.append((result.is_error, text_of(result)))
     refused = "Module not found: up.echo" if search else "Access denied: needs scope vault"

@@ -12,7 +12,6 @@ Real clients (the SDK's, httpx) against uvicorn on a loopback port; API keys as 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -21,16 +20,13 @@ import httpx
 import pytest
 import pytest_asyncio
 from apcore import ModuleAnnotations, Registry
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceTemplateReference
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from tests._support.auth import api_key_entry, bearer, sse_session
+from tests._support.auth import api_key_entry, bearer, endpoint_client, sse_session
 from tests._support.hostile import modern_headers, tool_call
 from tests._support.modules import Echo, module_of
 from tests._support.sessions import running_http
@@ -84,18 +80,11 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 # -- the routes: each gives the whole answer a caller sees (status, error or result) ----------------
 
 
-@contextlib.asynccontextmanager
-async def sdk_client(endpoint: str, key: str, mode: str) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers=bearer(key)) as http:
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
-            yield client
-
-
 def sdk(path: str, mode: str) -> Callable[[str, str], Awaitable[Answer]]:
     """``tools/call`` through the SDK's client on ``path`` (``legacy``: 2025-11-25, ``auto``: 2026-07-28)."""
 
     async def call(base: str, name: str) -> Answer:
-        async with sdk_client(f"{base}{path}", ALICE, mode) as client:
+        async with endpoint_client(f"{base}{path}", ALICE, mode) as client:
             try:
                 result = await client.call_tool(name, ARGS)
             except MCPError as error:
@@ -180,7 +169,7 @@ async def test_a_hidden_tool_is_answered_as_an_absent_one(url: str, route: str, 
 
 async def test_the_hidden_tools_are_there_for_a_caller_with_the_scope(url: str) -> None:
     """The answers above are about tools that exist: a caller holding the scope runs them."""
-    async with sdk_client(f"{url}/mcp", CAROL, "legacy") as client:
+    async with endpoint_client(f"{url}/mcp", CAROL, "legacy") as client:
         echoed = await client.call_tool("admin.echo", ARGS)
         purged = await client.call_tool("admin.purge", ARGS)
     carol = Wire(url, headers=bearer(CAROL))
@@ -193,7 +182,7 @@ async def test_the_hidden_tools_are_there_for_a_caller_with_the_scope(url: str) 
 
 
 async def read_docs(base: str, key: str, mode: str, module_id: str) -> Answer:
-    async with sdk_client(f"{base}/mcp", key, mode) as client:
+    async with endpoint_client(f"{base}/mcp", key, mode) as client:
         try:
             result = await client.read_resource(f"docs://{module_id}")
         except MCPError as error:
@@ -202,7 +191,7 @@ async def read_docs(base: str, key: str, mode: str, module_id: str) -> Answer:
 
 
 async def docs_completions(base: str, key: str, mode: str) -> list[str]:
-    async with sdk_client(f"{base}/mcp", key, mode) as client:
+    async with endpoint_client(f"{base}/mcp", key, mode) as client:
         ref = ResourceTemplateReference(type="ref/resource", uri="docs://{module_id}")
         result = await client.complete(ref, {"name": "module_id", "value": "admin."})
     return list(result.completion.values)

@@ -25,11 +25,10 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.upstream.mount import mount_upstreams
 
-from tests._support.auth import api_key_entry
+from tests._support.auth import api_key_entry, endpoint_client
 from tests._support.hostile import wait_until
 from tests._support.modules import Echo
 from tests._support.sessions import running_http
-from tests.hostile.test_hidden_tools import sdk_client
 from tests.hostile.test_pins import ARGS, DRIFTING, PINNED, PULLED
 from tests.hostile.test_public_tools import over_mcp
 
@@ -74,7 +73,7 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 async def called(url: str, key: str, mode: str, name: str) -> str:
     """The whole answer the caller sees, with ``name`` replaced."""
-    async with sdk_client(url, key, mode) as client:
+    async with endpoint_client(url, key, mode) as client:
         try:
             answer: dict[str, Any] = (await client.call_tool(name, ARGS)).model_dump(mode="json", by_alias=True)
         except MCPError as error:
@@ -111,7 +110,7 @@ async def test_a_toolset_without_the_upstream_answers_its_drift_as_absent(url: s
 
 async def invoked(url: str, key: str, mode: str, name: str) -> str:
     """What ``invoke_tool`` of search mode answers for ``name``, with ``name`` replaced."""
-    async with sdk_client(url, key, mode) as client:
+    async with endpoint_client(url, key, mode) as client:
         result = await client.call_tool("invoke_tool", {"name": name, "arguments": ARGS})
     return json.dumps(result.model_dump(mode="json", by_alias=True), sort_keys=True).replace(name, NAME)
 

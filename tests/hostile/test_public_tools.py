@@ -11,7 +11,6 @@ Real clients (the SDK's, httpx) against uvicorn on a loopback port; API keys as 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -26,8 +25,6 @@ from apcore.acl import ACL, ACLRule
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceTemplateReference
 
@@ -35,7 +32,7 @@ from apcore_mcp import View
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
-from tests._support.auth import api_key_entry, bearer
+from tests._support.auth import api_key_entry, bearer, endpoint_client
 from tests._support.tasks import HANDSHAKE, MODERN, Wire
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -114,13 +111,6 @@ async def search_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
         yield base
 
 
-@contextlib.asynccontextmanager
-async def anonymous(endpoint: str, mode: str, key: str | None = None) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers=bearer(key) if key else None) as http:
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
-            yield client
-
-
 def dumped(value: Any) -> str:
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json", by_alias=True)
@@ -142,12 +132,12 @@ async def everything_listed(client: Client) -> str:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize("path", ["/mcp", "/explorer/mcp", "/toolsets/team/mcp"])
 async def test_no_list_tells_the_anonymous_caller_of_a_protected_tool(url: str, path: str, mode: str) -> None:
-    async with anonymous(f"{url}{path}", mode) as client:
+    async with endpoint_client(f"{url}{path}", None, mode) as client:
         seen = await everything_listed(client)
         tools = [tool.name for tool in (await client.list_tools()).tools]
     assert tools == ["open.echo"]  # open.members: public, but the ACL refuses the anonymous identity
     assert SECRET not in seen and "open.members" not in seen
-    async with anonymous(f"{url}{path}", mode, CAROL) as client:  # the protected tools are there
+    async with endpoint_client(f"{url}{path}", CAROL, mode) as client:  # the protected tools are there
         assert SECRET in await everything_listed(client)
 
 
@@ -184,7 +174,7 @@ async def over_sse(base: str, name: str) -> str:
 
 
 async def over_mcp(base: str, path: str, mode: str, name: str) -> str:
-    async with anonymous(f"{base}{path}", mode) as client:
+    async with endpoint_client(f"{base}{path}", None, mode) as client:
         try:
             return dumped(await client.call_tool(name, ARGS))
         except MCPError as error:
@@ -226,7 +216,7 @@ async def test_the_anonymous_caller_never_runs_a_tool_it_may_not(url: str, route
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_invoke_tool_in_search_mode_runs_the_public_tools_only(search_url: str, mode: str) -> None:
     RAN.clear()
-    async with anonymous(f"{search_url}/mcp", mode) as client:
+    async with endpoint_client(f"{search_url}/mcp", None, mode) as client:
         found = await client.call_tool("search_tools", {"query": "echo text", "limit": 10})
         described = await client.call_tool("describe_tool", {"names": [f"{SECRET}.echo", "open.echo"]})
         refused = await client.call_tool("invoke_tool", {"name": f"{SECRET}.echo", "arguments": ARGS})
@@ -238,7 +228,7 @@ async def test_invoke_tool_in_search_mode_runs_the_public_tools_only(search_url:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_protected_tools_view_reads_as_absent(url: str, mode: str) -> None:
-    async with anonymous(f"{url}/mcp", mode) as client:
+    async with endpoint_client(f"{url}/mcp", None, mode) as client:
         public = await client.read_resource("ui://open.echo/view")
         with pytest.raises(MCPError) as hidden:
             await client.read_resource(f"ui://{SECRET}.echo/view")
@@ -305,7 +295,7 @@ async def test_an_upstream_servers_tools_follow_the_same_globs(tmp_path: Path) -
     bridge = Bridge.build(executor(), made)
     async with running_http(bridge) as base:
         await wait_until(lambda: bridge.catalog.get("up.echo") is not None, "the upstream's tools mounted")
-        async with anonymous(f"{base}/mcp", "legacy") as client:
+        async with endpoint_client(f"{base}/mcp", None, "legacy") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             echoed = await client.call_tool("up.echo", ARGS)
         others = sorted(r.name for r in bridge.catalog.records() if r.name.startswith("up.") and r.name != "up.echo")

@@ -3,7 +3,6 @@ a skill is hidden from whoever may not see one of its tools, on every route."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable
@@ -23,7 +22,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 from apcore_mcp.tools.skills.directory import load_skills_dir
 
-from tests._support.auth import api_key_entry, bearer
+from tests._support.auth import api_key_entry, endpoint_client
 from tests._support.modules import Echo
 from tests._support.sessions import running_http
 from tests._support.skills import AnyResult, skills_request, write_skill
@@ -111,13 +110,6 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
         yield base
 
 
-@contextlib.asynccontextmanager
-async def client_of(endpoint: str, key: str, mode: str) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers=bearer(key)) as http:
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client:
-            yield client
-
-
 async def error_of(call: Awaitable[Any]) -> dict[str, Any]:
     with pytest.raises(MCPError) as caught:
         await call
@@ -132,7 +124,7 @@ def without_uri(answer: dict[str, Any], uri: str) -> str:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize("path", ["/mcp", "/explorer/mcp", "/toolsets/team/mcp"])
 async def test_a_hidden_tools_skill_is_absent_on_every_route(url: str, path: str, mode: str) -> None:
-    async with client_of(f"{url}{path}", ALICE, mode) as client:
+    async with endpoint_client(f"{url}{path}", ALICE, mode) as client:
         listed = await skills_request(client.session, "skills/list")
         assert [entry["uri"] for entry in listed["skills"]] == ["skill://demo/SKILL.md"]
         resources = [str(r.uri) for r in (await client.list_resources()).resources]
@@ -146,7 +138,7 @@ async def test_a_hidden_tools_skill_is_absent_on_every_route(url: str, path: str
             assert hidden["code"] == -32602, (method, hidden)
         other_file = await error_of(client.read_resource("skill://admin/other.md"))
         assert other_file["code"] == -32602
-    async with client_of(f"{url}{path}", CAROL, mode) as client:  # there for whoever sees its tools
+    async with endpoint_client(f"{url}{path}", CAROL, mode) as client:  # there for whoever sees its tools
         listed = await skills_request(client.session, "skills/list")
         assert [entry["uri"] for entry in listed["skills"]] == [HIDDEN_URI, "skill://demo/SKILL.md"]
         read = await client.read_resource(HIDDEN_URI)
@@ -169,7 +161,7 @@ async def test_the_anonymous_caller_sees_only_skills_of_public_tools(mode: str) 
                 listed = await skills_request(client.session, "skills/list")
                 resources = [str(r.uri) for r in (await client.list_resources()).resources]
                 hidden = await error_of(client.read_resource(HIDDEN_URI))
-        async with client_of(f"{base}/mcp", CAROL, mode) as client:
+        async with endpoint_client(f"{base}/mcp", CAROL, mode) as client:
             signed_in = await skills_request(client.session, "skills/list")
             if mode == "auto":  # what she is listed, the anonymous caller is not: never a shared cache's
                 raw = await client.session.send_request(

@@ -8,7 +8,6 @@ scope gets 403 ``insufficient_scope``. Real SDK clients and httpx against uvicor
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import sys
 from collections.abc import AsyncIterator
@@ -19,9 +18,6 @@ import httpx
 import pytest
 import pytest_asyncio
 from apcore import Registry
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.calls.signin import CHALLENGE_META_KEY
@@ -29,7 +25,7 @@ from apcore_mcp.run.cli import discovered_registry, parse_launch
 from apcore_mcp.run.serve import build_settings
 from apcore_mcp.settings import SettingError, Settings
 
-from tests._support.auth import api_key_entry, bearer
+from tests._support.auth import api_key_entry, bearer, endpoint_client
 from tests._support.doc_blocks import DOCS, REPO, blocks_of
 from tests._support.hostile import ACCEPT, modern_headers, tool_call
 from tests._support.modules import Echo
@@ -83,15 +79,8 @@ async def chatgpt_url() -> AsyncIterator[str]:
         yield base
 
 
-@contextlib.asynccontextmanager
-async def client(base: str, key: str | None, mode: str) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers=bearer(key) if key else None) as http:
-        async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode, cache=None) as made:
-            yield made
-
-
 async def listed(base: str, key: str | None, mode: str) -> dict[str, Any]:
-    async with client(base, key, mode) as made:
+    async with endpoint_client(f"{base}/mcp", key, mode) as made:
         result = await made.list_tools()
     return {tool.name: tool.model_dump(mode="json", by_alias=True) for tool in result.tools}
 
@@ -100,7 +89,7 @@ async def listed(base: str, key: str | None, mode: str) -> dict[str, Any]:
 async def test_the_anonymous_caller_is_listed_the_public_tools_and_calls_them(url: str, mode: str) -> None:
     tools = await listed(url, None, mode)
     assert sorted(tools) == ["public.echo", "team.declared"]
-    async with client(url, None, mode) as made:
+    async with endpoint_client(f"{url}/mcp", None, mode) as made:
         result = await made.call_tool("public.echo", ARGS)
     assert (result.is_error, result.structured_content) == (False, {"echo": "hi"})
 
@@ -184,9 +173,9 @@ async def test_a_token_without_the_tools_scope_gets_403_insufficient_scope(url: 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_tool_result_form_carries_the_challenge_in_meta(chatgpt_url: str, mode: str) -> None:
-    async with client(chatgpt_url, None, mode) as made:
+    async with endpoint_client(f"{chatgpt_url}/mcp", None, mode) as made:
         anonymous = await made.call_tool("admin.echo", ARGS)
-    async with client(chatgpt_url, ALICE, mode) as made:
+    async with endpoint_client(f"{chatgpt_url}/mcp", ALICE, mode) as made:
         short = await made.call_tool("admin.echo", ARGS)
     assert anonymous.is_error and short.is_error
     signin = parameters(anonymous.meta[CHALLENGE_META_KEY][0])  # type: ignore[index]
