@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,13 +20,12 @@ from apcore import Executor, Registry
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.mount import mount_upstreams
 
 from tests._support.auth import api_key_entry, bearer
 from tests._support.hostile import wait_until
 from tests._support.modules import Echo
+from tests._support.pins import PINNED, PULLED, drifted
 from tests._support.sessions import running_http
-from tests.hostile.test_pins import DRIFTING, PINNED, PULLED
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -45,19 +42,13 @@ class Served:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
     tmp = tmp_path_factory.mktemp("pins-approve")
-    tools, calls, config = tmp / "tools.json", tmp / "calls.txt", tmp / "mcp.json"
-    up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
-    config.write_text(json.dumps({"mcpServers": {"up": up}}))
-    tools.write_text(json.dumps(PINNED))
     settings = Settings(
-        mcp_config=str(config),
+        mcp_config=str(tmp / "mcp.json"),
         auth="api-key",
         auth_api_keys=(api_key_entry(ALICE, "alice", scopes="up"), api_key_entry(OPS, "ops", scopes="up mcp:pins")),
         auth_tool_scopes=("up.*=up",),
     )
-    async with mount_upstreams(Registry(), settings, os.environ):
-        pass  # the first mount pins both tools
-    tools.write_text(json.dumps(PULLED))
+    await drifted(tmp, settings)
     registry = Registry()
     registry.register("demo.echo", Echo())
     bridge = Bridge.build(Executor(registry), settings)
@@ -125,20 +116,14 @@ async def test_with_auth_off_the_route_does_not_exist() -> None:
 
 async def test_several_workers_approve_under_the_files_lock(tmp_path: Path) -> None:
     """Workers never pin on first sight, but an operator's approval is one locked write they all follow."""
-    tools, calls, config = tmp_path / "tools.json", tmp_path / "calls.txt", tmp_path / "mcp.json"
-    up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
-    config.write_text(json.dumps({"mcpServers": {"up": up}}))
-    tools.write_text(json.dumps(PINNED))
     keys = (api_key_entry(OPS, "ops", scopes="mcp:pins"),)
-    settings = Settings(mcp_config=str(config), auth="api-key", auth_api_keys=keys, workers=2)
-    async with mount_upstreams(Registry(), settings.replace(workers=1), os.environ):
-        pass
-    tools.write_text(json.dumps(PULLED))
-    before = (tmp_path / "mcp.pins.json").read_bytes()
+    settings = Settings(mcp_config=str(tmp_path / "mcp.json"), auth="api-key", auth_api_keys=keys, workers=2)
+    drift = await drifted(tmp_path, settings.replace(workers=1))  # one process pinned it once
+    before = drift.pins.read_bytes()
     bridge = Bridge.build(Executor(Registry()), settings)
     async with running_http(bridge) as base:
         await wait_until(lambda: bridge.catalog.get("up.steady") is not None, "the upstream's tools mounted")
         response = await post(base, OPS, {"tools": ["up.look"]})
     assert response.status_code == 200 and response.json() == {"approved": ["up.look"]}
-    after = json.loads((tmp_path / "mcp.pins.json").read_text())
+    after = json.loads(drift.pins.read_text())
     assert after != json.loads(before) and "look" in json.dumps(after)

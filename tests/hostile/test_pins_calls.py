@@ -11,8 +11,6 @@ eras, through the SDK's client over uvicorn.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,14 +21,12 @@ from mcp.shared.exceptions import MCPError
 
 from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.mount import mount_upstreams
 
 from tests._support.auth import api_key_entry, endpoint_client
 from tests._support.hostile import wait_until
 from tests._support.modules import Echo
+from tests._support.pins import ARGS, call_answer, drifted
 from tests._support.sessions import running_http
-from tests.hostile.test_pins import ARGS, DRIFTING, PINNED, PULLED
-from tests.hostile.test_public_tools import over_mcp
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,26 +39,20 @@ MODES = ["legacy", "auto"]  # 2025-11-25, 2026-07-28
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     tmp = tmp_path_factory.mktemp("pins-calls")
-    tools, calls, config = tmp / "tools.json", tmp / "calls.txt", tmp / "mcp.json"
-    up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
     toolsets = {
         "team": {"servers": ["up"]},
         "local": {"servers": [], "modules": True},
         "find": {"servers": ["up"], "toolMode": "search"},
     }
-    config.write_text(json.dumps({"mcpServers": {"up": up}, "toolsets": toolsets}))
-    tools.write_text(json.dumps(PINNED))
     settings = Settings(
-        mcp_config=str(config),
+        mcp_config=str(tmp / "mcp.json"),
         auth="api-key",
         auth_api_keys=(api_key_entry(ALICE, "alice"), api_key_entry(CAROL, "carol", scopes="up")),
         auth_tool_scopes=("up.*=up",),
         auth_public_tools=("up.look",),  # the anonymous caller may see this one
         auth_filter_tools=True,
     )
-    async with mount_upstreams(Registry(), settings, os.environ):
-        pass  # the first mount pins both tools
-    tools.write_text(json.dumps(PULLED))
+    await drifted(tmp, settings, toolsets)
     registry = Registry()
     registry.register("demo.echo", Echo())
     bridge = Bridge.build(Executor(registry), settings)
@@ -125,5 +115,5 @@ async def test_invoke_tool_names_the_drift_by_the_same_rule(url: str, mode: str)
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_anonymous_caller_is_told_only_of_a_public_tools_drift(url: str, mode: str) -> None:
-    public = await over_mcp(url, "/mcp", mode, "up.look")
+    public = await call_answer(f"{url}/mcp", None, mode, "up.look")
     assert "Tool up.look is held: its definition changed since it was pinned" in public

@@ -33,6 +33,7 @@ from apcore_mcp.bridge import Bridge
 from apcore_mcp.settings import Settings
 
 from tests._support.auth import api_key_entry, bearer, endpoint_client
+from tests._support.pins import call_answer
 from tests._support.tasks import HANDSHAKE, MODERN, Wire
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -173,14 +174,6 @@ async def over_sse(base: str, name: str) -> str:
     return listed + called
 
 
-async def over_mcp(base: str, path: str, mode: str, name: str) -> str:
-    async with endpoint_client(f"{base}{path}", None, mode) as client:
-        try:
-            return dumped(await client.call_tool(name, ARGS))
-        except MCPError as error:
-            return f"error {error.code} {error.message}"
-
-
 async def over_tasks(base: str, era: str, name: str) -> str:
     client = Wire(base, era=era)
     if era == HANDSHAKE:
@@ -196,12 +189,12 @@ async def over_tasks(base: str, era: str, name: str) -> str:
 @pytest.mark.parametrize("name", [f"{SECRET}.echo", f"{SECRET}.job", "open.members"])
 async def test_the_anonymous_caller_never_runs_a_tool_it_may_not(url: str, route: str, name: str) -> None:
     calls = {
-        "mcp-legacy": lambda: over_mcp(url, "/mcp", "legacy", name),
-        "mcp-auto": lambda: over_mcp(url, "/mcp", "auto", name),
+        "mcp-legacy": lambda: call_answer(f"{url}/mcp", None, "legacy", name),
+        "mcp-auto": lambda: call_answer(f"{url}/mcp", None, "auto", name),
         "sse": lambda: over_sse(url, name),
-        "explorer-auto": lambda: over_mcp(url, "/explorer/mcp", "auto", name),
-        "explorer-legacy": lambda: over_mcp(url, "/explorer/mcp", "legacy", name),
-        "toolset": lambda: over_mcp(url, "/toolsets/team/mcp", "legacy", name),
+        "explorer-auto": lambda: call_answer(f"{url}/explorer/mcp", None, "auto", name),
+        "explorer-legacy": lambda: call_answer(f"{url}/explorer/mcp", None, "legacy", name),
+        "toolset": lambda: call_answer(f"{url}/toolsets/team/mcp", None, "legacy", name),
         "task-handshake": lambda: over_tasks(url, HANDSHAKE, name),
         "task-modern": lambda: over_tasks(url, MODERN, name),
     }
@@ -209,7 +202,9 @@ async def test_the_anonymous_caller_never_runs_a_tool_it_may_not(url: str, route
     answer = await calls[route]()
     assert RAN == [], answer
     assert '"isError": false' not in answer and '"resultType": "task"' not in answer
-    public = await over_mcp(url, "/mcp", "auto" if "modern" in route or "auto" in route else "legacy", "open.echo")
+    public = await call_answer(
+        f"{url}/mcp", None, "auto" if "modern" in route or "auto" in route else "legacy", "open.echo"
+    )
     assert '"isError": false' in public and RAN == ["open.echo"]
 
 
@@ -299,6 +294,6 @@ async def test_an_upstream_servers_tools_follow_the_same_globs(tmp_path: Path) -
             names = [tool.name for tool in (await client.list_tools()).tools]
             echoed = await client.call_tool("up.echo", ARGS)
         others = sorted(r.name for r in bridge.catalog.records() if r.name.startswith("up.") and r.name != "up.echo")
-        refused = [await over_mcp(base, "/mcp", "legacy", name) for name in others]
+        refused = [await call_answer(f"{base}/mcp", None, "legacy", name) for name in others]
     assert sorted(names) == ["open.echo", "up.echo"] and echoed.is_error is False
     assert others and all(answer.startswith("error ") for answer in refused)  # 401: the client's request failed

@@ -8,8 +8,6 @@ readable diff (the description's new text) and presses Approve: the pins file ta
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,10 @@ from apcore import Executor, Registry
 from playwright.async_api import Browser, expect
 
 from apcore_mcp.settings import Settings
-from apcore_mcp.upstream.mount import mount_upstreams
 
 from tests._support.auth import api_key_entry
 from tests._support.browser import explorer
-from tests.hostile.test_pins import DRIFTING, PINNED, PULLED
+from tests._support.pins import drifted
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]  # the session's Chromium
 
@@ -30,19 +27,13 @@ OPS = "ops-key-" + "o" * 32
 
 
 async def test_an_operator_reads_the_diff_and_approves(browser: Browser, tmp_path: Path) -> None:
-    tools, calls, config = tmp_path / "tools.json", tmp_path / "calls.txt", tmp_path / "mcp.json"
-    up = {"command": sys.executable, "args": [str(DRIFTING), str(tools), str(calls)]}
-    config.write_text(json.dumps({"mcpServers": {"up": up}}))
-    tools.write_text(json.dumps(PINNED))
     settings: dict[str, Any] = {
-        "mcp_config": str(config),
+        "mcp_config": str(tmp_path / "mcp.json"),
         "auth": "api-key",
         "auth_api_keys": (api_key_entry(OPS, "ops", scopes="mcp:pins mcp:admin"),),
         "public_url": "http://127.0.0.1:1",
     }
-    async with mount_upstreams(Registry(), Settings(**settings), os.environ):
-        pass  # the first mount pins both tools
-    tools.write_text(json.dumps(PULLED))
+    await drifted(tmp_path, Settings(**settings))
     pins = tmp_path / "mcp.pins.json"
     before = json.loads(pins.read_text())["servers"]["up"]["look"]["sha256"]
     async with explorer(browser, Executor(Registry()), **settings) as ex:
